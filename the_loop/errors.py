@@ -1,0 +1,27 @@
+"""The one error type and the named exit codes."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class TheLoopError(Exception):
+    """An error whose message is the sentence the operator reads.
+
+    ``exit_code`` is what the command exits with: 1 for a failed operation,
+    2 for invalid input (nothing was touched).
+    """
+
+    def __init__(self, message: str, *, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class UsageError(TheLoopError):
+    """Invalid input: reported as one line on stderr, exit 2, nothing touched."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=EXIT_USAGE)

@@ -1,0 +1,153 @@
+"""The append-only JSONL event log and the catalogue of event types.
+
+Each event is one compact JSON line written with a single ``os.write`` on an
+``O_APPEND`` descriptor, so concurrent writers never interleave. Nothing here
+truncates, rewrites or deletes the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LEVELS = ("debug", "info", "warning", "error")
+ENVELOPE_KEYS = ("ts", "source", "event", "level", "pid")
+SHADOWED_KEY = "shadowed"
+
+#: Every event type emitted anywhere in the package: name -> one-line meaning.
+EVENT_TYPES: dict[str, str] = {
+    "session.registered": "A session record was written for a work item (work_item, harness, "
+    "session_id, forced).",
+    "session.spawned": "A harness was started in tmux for a work item (work_item, harness, "
+    "session_id, tmux_target, cwd).",
+    "session.spawn_failed": "A spawn failed and everything it created was undone (work_item, "
+    "error, step).",
+    "session.paused": "A live session was paused: deliveries are held (work_item).",
+    "session.resumed": "A paused session was resumed (work_item).",
+    "session.closed": "A session record was closed (work_item, reason).",
+    "session.retained": "A closed session's tmux session was kept for its transcript "
+    "(work_item, tmux_target).",
+    "session.pr_linked": "A pull request was linked to a work item's session record "
+    "(work_item, pull_request).",
+    "session.cleaned": "Every local resource of a work item was released (work_item, actor, "
+    "tmux_killed, checkout_removed, record_removed).",
+    "session.reset": "A work item's local CLI state was reset (work_item, actor, removed: the "
+    "pieces erased — workspace|session|control|poll|pullRequests|channels, empty when nothing "
+    "was found; was_live; found; error).",
+    "workspace.prepared": "A checkout was prepared for a work item (work_item, path, strategy).",
+    "workspace.cleaned": "A work item's checkout was removed (work_item, path).",
+    "control.recorded": "An authorized command was recorded in the control section (work_item, "
+    "command, source, actor).",
+    "comment.posted": "A keyword comment was posted on the ticket (work_item, command).",
+    "comment.failed": "Posting a keyword comment failed; the local action stands (work_item, "
+    "command, error).",
+}
+
+
+def utc_timestamp_ms(now: float | None = None) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` for ``now`` (default: the current time)."""
+    moment = time.time() if now is None else now
+    seconds = int(moment)
+    millis = int((moment - seconds) * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+def utc_timestamp(now: float | None = None) -> str:
+    """``YYYY-MM-DDTHH:MM:SSZ``: the timestamp format of every store."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if now is None else now))
+
+
+class EventLog:
+    """Appends events for one process ``source`` to the JSONL file at ``path``."""
+
+    def __init__(self, path: Path, source: str = "") -> None:
+        self.path = Path(path)
+        self.source = source
+
+    def build(self, event: str, level: str = "info", **fields: Any) -> dict[str, Any]:
+        """The event object: envelope first; fields that collide go under ``shadowed``."""
+        record: dict[str, Any] = {
+            "ts": utc_timestamp_ms(),
+            "source": self.source,
+            "event": event,
+            "level": level if level in LEVELS else "info",
+            "pid": os.getpid(),
+        }
+        shadowed = {key: value for key, value in fields.items() if key in record}
+        record.update({key: value for key, value in fields.items() if key not in record})
+        if shadowed:
+            record[SHADOWED_KEY] = shadowed
+        return record
+
+    def emit(self, event: str, level: str = "info", **fields: Any) -> bool:
+        """Append one event line; return False (never raise) when the log cannot be written."""
+        line = (
+            json.dumps(
+                self.build(event, level, **fields),
+                separators=(",", ":"),
+                ensure_ascii=False,
+                default=str,
+            )
+            + "\n"
+        )
+        data = line.encode("utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                written = os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
+        return written == len(data)
+
+
+@dataclass
+class EventRead:
+    """Events parsed from a log, with the count of lines that were not events."""
+
+    events: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    corrupt: int = 0
+
+
+def parse_event_line(line: bytes) -> dict[str, Any] | None:
+    """One log line as an event object, or None when it is not one."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or "event" not in value:
+        return None
+    return value  # pyright: ignore[reportUnknownVariableType]
+
+
+def iter_event_lines(path: Path) -> Iterator[bytes]:
+    """Complete lines of the log (a trailing partial line is not yielded)."""
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.endswith(b"\n"):
+                yield line
+
+
+def read_events(path: Path) -> EventRead:
+    """Every well-formed event in ``path``; corrupt lines are counted, not raised."""
+    result = EventRead()
+    try:
+        lines = list(iter_event_lines(path))
+    except FileNotFoundError:
+        return result
+    for line in lines:
+        if not line.strip():
+            continue
+        event = parse_event_line(line)
+        if event is None:
+            result.corrupt += 1
+        else:
+            result.events.append(event)
+    return result
