@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,7 +69,7 @@ class EventLog:
         self.path = Path(path)
         self.source = source
 
-    def build(self, event: str, level: str = "info", **fields: Any) -> dict[str, Any]:
+    def build(self, event: str, /, level: str = "info", **fields: Any) -> dict[str, Any]:
         """The event object: envelope first; fields that collide go under ``shadowed``."""
         record: dict[str, Any] = {
             "ts": utc_timestamp_ms(),
@@ -84,7 +84,7 @@ class EventLog:
             record[SHADOWED_KEY] = shadowed
         return record
 
-    def emit(self, event: str, level: str = "info", **fields: Any) -> bool:
+    def emit(self, event: str, /, level: str = "info", **fields: Any) -> bool:
         """Append one event line; return False (never raise) when the log cannot be written."""
         line = (
             json.dumps(
@@ -135,19 +135,32 @@ def iter_event_lines(path: Path) -> Iterator[bytes]:
                 yield line
 
 
-def read_events(path: Path) -> EventRead:
-    """Every well-formed event in ``path``; corrupt lines are counted, not raised."""
+def read_events(path: Path, **filters: Any) -> EventRead:
+    """Every well-formed event in ``path``; corrupt lines are counted, not raised.
+
+    ``filters`` are the fields of ``eventquery.EventFilter`` (``types``, ``work_item``,
+    ``source``, ``min_level``, ``since``); when given, only matching events are kept.
+    """
     result = EventRead()
     try:
         lines = list(iter_event_lines(path))
     except FileNotFoundError:
         return result
+    keep = _filter_from(filters)
     for line in lines:
         if not line.strip():
             continue
         event = parse_event_line(line)
         if event is None:
             result.corrupt += 1
-        else:
+        elif keep is None or keep(event):
             result.events.append(event)
     return result
+
+
+def _filter_from(filters: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    if not filters:
+        return None
+    from the_loop.eventquery import EventFilter  # the query module builds on this one
+
+    return EventFilter(**filters).matches

@@ -1,0 +1,104 @@
+"""The append-only event log: envelope, one write per line, and the catalogue."""
+
+from __future__ import annotations
+
+import ast
+import json
+import multiprocessing
+import re
+from pathlib import Path
+
+from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, EventLog, read_events
+
+PACKAGE = Path(__file__).resolve().parents[1] / "the_loop"
+
+
+def test_an_event_is_one_compact_line_with_the_envelope_first(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "logs" / "events.jsonl", source="sessions")
+    assert log.emit("session.reset", work_item="github:o/r#1", removed=["session"])
+    line = (tmp_path / "logs" / "events.jsonl").read_text()
+    assert line.endswith("\n") and line.count("\n") == 1
+    event = json.loads(line)
+    assert list(event)[:5] == list(ENVELOPE_KEYS)
+    assert event["source"] == "sessions" and event["level"] == "info"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", event["ts"])
+
+
+def test_event_fields_can_never_overwrite_the_envelope(tmp_path: Path) -> None:
+    log = EventLog(tmp_path / "events.jsonl", source="sessions")
+    log.emit("session.reset", event="forged", pid=1, source="evil", work_item="x")
+    event = read_events(tmp_path / "events.jsonl").events[0]
+    assert event["event"] == "session.reset"
+    assert event["source"] == "sessions"
+    assert event["shadowed"] == {"event": "forged", "pid": 1, "source": "evil"}
+
+
+def test_emitting_appends_and_never_rewrites(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"event":"old"}\nnot json\n')
+    EventLog(path).emit("session.closed", work_item="x")
+    data = path.read_bytes()
+    assert data.startswith(b'{"event":"old"}\nnot json\n')
+    read = read_events(path)
+    assert [e["event"] for e in read.events] == ["old", "session.closed"]
+    assert read.corrupt == 1
+
+
+def test_an_unwritable_log_reports_false_instead_of_raising(tmp_path: Path) -> None:
+    (tmp_path / "events.jsonl").mkdir()
+    assert EventLog(tmp_path / "events.jsonl").emit("session.closed") is False
+
+
+def _emit_many(path: str, worker: int) -> None:
+    log = EventLog(Path(path), source=f"w{worker}")
+    for index in range(200):
+        log.emit("session.touched", index=index, padding="x" * 500)
+
+
+def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_emit_many, args=(str(path), n)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    read = read_events(path)
+    assert read.corrupt == 0
+    assert len(read.events) == 800
+
+
+def _emitted_event_names() -> set[str]:
+    names: set[str] = set()
+    for source in PACKAGE.rglob("*.py"):
+        tree = ast.parse(source.read_text(), filename=str(source))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "emit"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                names.add(node.args[0].value)
+    return names
+
+
+def test_every_emitted_event_type_is_catalogued() -> None:
+    emitted = _emitted_event_names()
+    assert emitted, "the scan found no emit() calls at all"
+    assert emitted <= set(EVENT_TYPES), sorted(emitted - set(EVENT_TYPES))
+
+
+def test_every_emit_call_names_its_event_with_a_literal() -> None:
+    for source in PACKAGE.rglob("*.py"):
+        tree = ast.parse(source.read_text(), filename=str(source))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "emit"
+                and node.args
+            ):
+                assert isinstance(node.args[0], ast.Constant), f"{source}:{node.lineno}"

@@ -1,0 +1,127 @@
+"""WorkItemRef: strict parsing, canonical form, slugs, and paths that never escape."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from the_loop.records import RecordDirectory
+from the_loop.sessions.ref import WorkItemRef, is_record_file_name, tmux_session_name
+
+
+def test_a_github_ref_has_a_canonical_form_slug_and_url() -> None:
+    ref = WorkItemRef.parse("github:octo/repo#15")
+    assert ref.ref == "github:octo/repo#15"
+    assert ref.slug == "github-octo-repo-15"
+    assert ref.url == "https://github.com/octo/repo/issues/15"
+    assert ref.path == "octo/repo"
+
+
+def test_the_default_host_is_dropped_and_compares_equal() -> None:
+    assert WorkItemRef.parse("github:github.com/octo/repo#15") == WorkItemRef.parse(
+        "github:octo/repo#15"
+    )
+
+
+def test_an_enterprise_host_is_kept() -> None:
+    ref = WorkItemRef.parse("github:ghe.corp.example/octo/repo#15")
+    assert ref.ref == "github:ghe.corp.example/octo/repo#15"
+    assert ref.url == "https://ghe.corp.example/octo/repo/issues/15"
+    assert ref.slug == "github-ghe.corp.example-octo-repo-15"
+
+
+def test_a_host_with_a_port_collapses_into_a_safe_slug() -> None:
+    ref = WorkItemRef.parse("gitlab:git.example:8443/octo/repo#2")
+    assert ref.url == ""
+    assert ref.slug == "gitlab-git.example-8443-octo-repo-2"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "github:/octo/repo#1",
+        "github:octo//repo#1",
+        "github:octo/repo#0",
+        "github:octo/repo#-1",
+        "github:octo/repo#x",
+        "github:octo/repo",
+        "github:octo/repo#1 ",
+        "github:oc to/repo#1",
+        "github:octo/re\x00po#1",
+        "github:octo/re\npo#1",
+        "github:../repo#1",
+        "github:octo/..#1",
+        "github:./repo#1",
+        "github:-octo/repo#1",
+        "-github:octo/repo#1",
+        "GitHub:octo/repo#1",
+        "octo/repo#1",
+        "github:a/b/c/d#1",
+        "github:octo/re$po#1",
+        "github:bad_host!/octo/repo#1",
+    ],
+)
+def test_bad_refs_are_refused_with_a_message_naming_them(text: str) -> None:
+    with pytest.raises(ValueError, match="expected"):
+        WorkItemRef.parse(text)
+
+
+def test_slugs_are_not_injective_but_disambiguated_names_differ() -> None:
+    first = WorkItemRef.parse("github:octo-a/b#1")
+    second = WorkItemRef.parse("github:octo/a-b#1")
+    assert first.slug == second.slug
+    assert first.disambiguated_slug != second.disambiguated_slug
+    assert first.disambiguated_slug.startswith(first.slug + "~")
+
+
+def test_tmux_names_replace_dots_and_colons() -> None:
+    assert tmux_session_name("github-ghe.corp-o-r-1") == "loop-github-ghe_corp-o-r-1"
+
+
+def test_record_file_names_are_recognised() -> None:
+    assert is_record_file_name("github-octo-repo-15.json")
+    assert is_record_file_name("github-octo-repo-15~0a1b2c3d.json")
+    assert not is_record_file_name("index.json")
+    assert not is_record_file_name("notes.txt")
+    assert not is_record_file_name(".github-octo-repo-15.json.x.tmp")
+
+
+ref_alphabet = string.ascii_letters + string.digits + "._-/#:~ \x00\n" + "é/"
+
+
+@settings(max_examples=400)
+@given(st.text(alphabet=ref_alphabet, max_size=40) | st.text(max_size=40))
+def test_any_string_either_fails_to_parse_or_gives_one_safe_path_component(text: str) -> None:
+    try:
+        ref = WorkItemRef.parse(text)
+    except ValueError:
+        return
+    for name in (ref.slug, ref.disambiguated_slug):
+        assert name not in ("", ".", "..")
+        assert "/" not in name and "\x00" not in name
+        assert all(ch in string.ascii_letters + string.digits + "._-~" for ch in name)
+    assert WorkItemRef.parse(ref.ref) == ref
+
+
+owner_strategy = st.text(alphabet=string.ascii_letters + string.digits + "._-", min_size=1)
+
+
+@settings(max_examples=200)
+@given(owner=owner_strategy, repo=owner_strategy, number=st.integers(1, 10**9))
+def test_no_store_path_built_from_a_ref_escapes_its_root(
+    owner: str, repo: str, number: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    root = tmp_path_factory.mktemp("root")
+    try:
+        ref = WorkItemRef.parse(f"github:{owner}/{repo}#{number}")
+    except ValueError:
+        return
+    directory = RecordDirectory(root / "local", root / "locks")
+    for path in (directory.plain_path(ref), directory.disambiguated_path(ref)):
+        assert Path(path).resolve().parent == (root / "local").resolve()
+        assert is_record_file_name(path.name)

@@ -1,0 +1,405 @@
+"""The repository file: ``docs/specs/<id>/work-item-state.json`` in the item's checkout.
+
+It travels with the branch and holds pointers (where the work is), human decisions
+(``sessionPerPr``, ``model``, ``effort``, skips, ...) and the pull requests delivering
+the item (``state.md`` §7). The legacy name ``graph-state.json`` is read when the
+current file is absent and never written; a legacy ``session`` block is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from the_loop import fsio
+from the_loop.errors import TheLoopError
+from the_loop.eventlog import utc_timestamp
+from the_loop.sessions.ref import WorkItemRef
+
+STATE_FILE = "work-item-state.json"
+LEGACY_STATE_FILE = "graph-state.json"
+SPECS_DIR = "docs/specs"
+STATE_VERSION = 2
+SESSION_PER_PR = ("never", "cross-repository", "always")
+PR_STATES = ("open", "merged", "closed")
+LINKED_BY = ("session", "event")
+# (JSON key, attribute) in the order the writer produces them.
+_STATE_FIELDS = (
+    ("version", "version"),
+    ("workItem", "work_item"),
+    ("currentNode", "current_node"),
+    ("nodes", "nodes"),
+    ("decisions", "decisions"),
+    ("forced", "forced"),
+    ("parked", "parked"),
+    ("completions", "completions"),
+    ("skips", "skips"),
+    ("optIns", "opt_ins"),
+    ("surface", "surface"),
+    ("sessionPerPr", "session_per_pr"),
+    ("model", "model"),
+    ("effort", "effort"),
+    ("pullRequests", "pull_requests"),
+)
+STATE_KEYS = tuple(key for key, _ in _STATE_FIELDS)
+# Keys an older release wrote that are ignored on load and absent on the next save.
+RETIRED_KEYS = ("session",)
+# An older portable ``graph`` section may nest the frozen choices under this key.
+LEGACY_FROZEN_GRAPH_KEY = "frozenGraph"
+
+_PR_KEYS = ("ref", "repository", "number", "url", "stateDir", "state", "linkedAt", "linkedBy")
+_SPEC_ID = re.compile(r"[A-Za-z0-9._~-]+\Z")
+
+
+def validate_repository(repository: str) -> str:
+    """Return ``repository`` (``<owner>/<repo>`` or ``<host>/<owner>/<repo>``) unchanged.
+
+    Host, owner and repository follow the :class:`WorkItemRef` rules (names of
+    ``[A-Za-z0-9._-]``, not ``.``/``..``, no leading ``-``); anything else is a ``ValueError``.
+    """
+    problem = (
+        f"invalid repository {repository!r}: expected <owner>/<repo> or <host>/<owner>/<repo>, "
+        "names of letters, digits, '.', '_' and '-', not '.' or '..', not starting with '-'"
+    )
+    if repository.count("/") not in (1, 2):
+        raise ValueError(problem)
+    try:
+        WorkItemRef.parse(f"repository:{repository}#1")
+    except ValueError as error:
+        raise ValueError(problem) from error
+    return repository
+
+
+def _text(data: Mapping[str, Any], key: str, default: str) -> str:
+    value = data.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a string, not {value!r}")
+    return value
+
+
+def _choice(value: str, allowed: tuple[str, ...], name: str, *, empty_ok: bool = False) -> None:
+    if value not in allowed and not (empty_ok and value == ""):
+        raise ValueError(f"invalid {name} {value!r}: expected one of {', '.join(allowed)}")
+
+
+@dataclass(frozen=True)
+class LinkedPullRequest:
+    """One pull request delivering the work item; ``ref`` is kept in canonical form.
+
+    Construction validates every value (``ValueError``); keys a newer release
+    added to an entry are kept in ``extra`` and written back.
+    """
+
+    ref: str
+    repository: str
+    number: int
+    url: str
+    state_dir: str = ""
+    state: str = "open"
+    linked_at: str = ""
+    linked_by: str = "session"
+    extra: Mapping[str, Any] = field(default_factory=dict[str, Any], repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ref", WorkItemRef.parse(self.ref).ref)
+        validate_repository(self.repository)
+        if isinstance(self.number, bool) or self.number <= 0:
+            raise ValueError(f"invalid pull request number {self.number!r}: must be positive")
+        _choice(self.state, PR_STATES, "pull request state")
+        _choice(self.linked_by, LINKED_BY, "linkedBy")
+
+    @property
+    def work_item(self) -> WorkItemRef:
+        return WorkItemRef.parse(self.ref)
+
+    def to_dict(self) -> dict[str, Any]:
+        known = {
+            "ref": self.ref,
+            "repository": self.repository,
+            "number": self.number,
+            "url": self.url,
+            "stateDir": self.state_dir,
+            "state": self.state,
+            "linkedAt": self.linked_at,
+            "linkedBy": self.linked_by,
+        }
+        return known | {key: value for key, value in self.extra.items() if key not in known}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LinkedPullRequest:
+        """Read one entry; missing keys take defaults (derived from ``ref`` where they can)."""
+        ref = WorkItemRef.parse(_text(data, "ref", ""))
+        number = data.get("number", ref.number)
+        if not isinstance(number, int):
+            raise ValueError(f"number must be an integer, not {number!r}")
+        return cls(
+            ref=ref.ref,
+            repository=_text(data, "repository", ref.path),
+            number=number,
+            url=_text(data, "url", ref.url),
+            state_dir=_text(data, "stateDir", ""),
+            state=_text(data, "state", "open"),
+            linked_at=_text(data, "linkedAt", ""),
+            linked_by=_text(data, "linkedBy", "session"),
+            extra={key: value for key, value in data.items() if key not in _PR_KEYS},
+        )
+
+
+@dataclass(frozen=True)
+class FrozenChoices:
+    """The session choices frozen for a work item; ``""`` means not decided."""
+
+    session_per_pr: str = ""
+    model: str = ""
+    effort: str = ""
+
+    def __post_init__(self) -> None:
+        _choice(self.session_per_pr, SESSION_PER_PR, "sessionPerPr", empty_ok=True)
+
+    def is_empty(self) -> bool:
+        return not (self.session_per_pr or self.model or self.effort)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"sessionPerPr": self.session_per_pr, "model": self.model, "effort": self.effort}
+
+
+# Pointers and decisions the graph engine owns: kept as the opaque JSON values loaded.
+_POINTER_FIELDS = _STATE_FIELDS[2:11]
+
+
+@dataclass
+class WorkItemState:
+    """The in-memory document. Pointer and decision payloads are opaque JSON values.
+
+    ``extra`` keeps top-level keys from a newer release so a save never drops them.
+    :meth:`validate` (run on every save) raises ``ValueError`` for a bad value.
+    """
+
+    work_item: str = ""
+    version: int = STATE_VERSION
+    current_node: Any = None
+    nodes: Any = field(default_factory=dict[str, Any])
+    decisions: Any = field(default_factory=dict[str, Any])
+    forced: Any = field(default_factory=list[Any])
+    parked: Any = field(default_factory=list[Any])
+    completions: Any = field(default_factory=dict[str, Any])
+    skips: Any = field(default_factory=list[Any])
+    opt_ins: Any = field(default_factory=list[Any])
+    surface: Any = None
+    session_per_pr: str = ""
+    model: str = ""
+    effort: str = ""
+    pull_requests: list[LinkedPullRequest] = field(default_factory=list[LinkedPullRequest])
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        _choice(self.session_per_pr, SESSION_PER_PR, "sessionPerPr", empty_ok=True)
+        if isinstance(self.version, bool) or self.version < 1:
+            raise ValueError(f"invalid version {self.version!r}: must be a positive integer")
+
+    def pull_request(self, pr: WorkItemRef | str) -> LinkedPullRequest | None:
+        """The linked entry for ``pr`` (any spelling of its ref), or None."""
+        wanted = pr.ref if isinstance(pr, WorkItemRef) else WorkItemRef.parse(pr).ref
+        return next((entry for entry in self.pull_requests if entry.ref == wanted), None)
+
+    def choices(self) -> FrozenChoices | None:
+        """``sessionPerPr``, ``model`` and ``effort`` when any of them is set."""
+        choices = FrozenChoices(self.session_per_pr, self.model, self.effort)
+        return None if choices.is_empty() else choices
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as written: :data:`STATE_KEYS` in order, then preserved keys."""
+        self.validate()
+        document = {key: getattr(self, attribute) for key, attribute in _STATE_FIELDS}
+        document["pullRequests"] = [entry.to_dict() for entry in self.pull_requests]
+        for key, value in self.extra.items():
+            if key not in document and key not in RETIRED_KEYS:
+                document[key] = value
+        return document
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, work_item: str = "") -> WorkItemState:
+        """Migrate and read a v1 or v2 document; ``ValueError`` for a value of the wrong shape.
+
+        ``session`` is dropped; ``version`` becomes at least 2 (a newer one is kept);
+        ``workItem`` defaults to ``work_item`` when absent.
+        """
+        version = data.get("version", 1)
+        if not isinstance(version, int):
+            raise ValueError(f"version must be an integer, not {version!r}")
+        entries: list[Any] = data.get("pullRequests") or []
+        if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("pullRequests must be a list of objects")
+        values: dict[str, Any] = {
+            "version": max(version, STATE_VERSION),
+            "work_item": _text(data, "workItem", work_item),
+            "session_per_pr": _text(data, "sessionPerPr", ""),
+            "model": _text(data, "model", ""),
+            "effort": _text(data, "effort", ""),
+            "pull_requests": [LinkedPullRequest.from_dict(entry) for entry in entries],
+        }
+        for key, attribute in _POINTER_FIELDS:
+            if key in data:
+                values[attribute] = data[key]
+        extra = {k: v for k, v in data.items() if k not in STATE_KEYS and k not in RETIRED_KEYS}
+        return cls(**values, extra=extra)
+
+
+def graph_section_choices(graph_section: Mapping[str, Any] | None) -> FrozenChoices:
+    """The choices an older release froze in the portable record's ``graph`` section.
+
+    Reads ``sessionPerPr``, ``model`` and ``effort`` at the top of the section, or
+    under ``frozenGraph`` when none is at the top; a value of the wrong type or an
+    unknown ``sessionPerPr`` counts as not decided.
+    """
+    if not graph_section:
+        return FrozenChoices()
+    source: Mapping[str, Any] = graph_section
+    nested = graph_section.get(LEGACY_FROZEN_GRAPH_KEY)
+    if not any(key in graph_section for key in ("sessionPerPr", "model", "effort")) and (
+        isinstance(nested, Mapping)
+    ):
+        source = nested  # pyright: ignore[reportUnknownVariableType]
+    found = {
+        name: value if isinstance(value := source.get(key), str) else ""
+        for name, key in (
+            ("session_per_pr", "sessionPerPr"),
+            ("model", "model"),
+            ("effort", "effort"),
+        )
+    }
+    if found["session_per_pr"] not in SESSION_PER_PR:
+        found["session_per_pr"] = ""
+    return FrozenChoices(**found)
+
+
+def resolve_frozen_choices(
+    state_file_choices: FrozenChoices | None,
+    graph_section: Mapping[str, Any] | None,
+    defaults: FrozenChoices,
+) -> FrozenChoices:
+    """Per field: the repository file, else the retired ``graph`` section, else ``defaults``."""
+    layers = (state_file_choices or FrozenChoices(), graph_section_choices(graph_section), defaults)
+    resolved = {
+        spec.name: next((value for layer in layers if (value := getattr(layer, spec.name))), "")
+        for spec in fields(FrozenChoices)
+    }
+    return FrozenChoices(**resolved)
+
+
+class WorkItemStateFile:
+    """The repository file of one work item in ``checkout``; ``<id>`` defaults to its slug.
+
+    Every change runs read → modify → write under ``.work-item-state.json.lock``
+    beside the file; writes are atomic and durable (``fsio.write_json``); an
+    ``OSError`` propagates. The legacy ``graph-state.json`` is never written.
+    """
+
+    def __init__(self, checkout: Path, work_item: WorkItemRef, *, spec_id: str | None = None):
+        chosen = work_item.slug if spec_id is None else spec_id
+        if not _SPEC_ID.match(chosen) or chosen in (".", ".."):
+            raise ValueError(f"invalid spec id {chosen!r}: must be one path component")
+        self.checkout = checkout
+        self.work_item = work_item
+        self.spec_id = chosen
+        self.directory = checkout / SPECS_DIR / chosen
+        self.path = self.directory / STATE_FILE
+        self.legacy_path = self.directory / LEGACY_STATE_FILE
+        self.lock_path = self.directory / f".{STATE_FILE}.lock"
+
+    def exists(self) -> bool:
+        """True when the current or the legacy file is there (``load`` reads one of them)."""
+        return self.path.is_file() or self.legacy_path.is_file()
+
+    def load(self) -> WorkItemState:
+        """The current file, else the legacy file, else a fresh state for the work item.
+
+        A file that is not JSON or holds the wrong shape raises :class:`TheLoopError`.
+        """
+        for path in (self.path, self.legacy_path):
+            try:
+                data = fsio.read_json(path)
+            except FileNotFoundError:
+                continue
+            except ValueError as error:
+                raise self._corrupt(path, f"it is not JSON ({error})") from error
+            if not isinstance(data, dict):
+                raise self._corrupt(path, "it does not hold a JSON object")
+            try:
+                return WorkItemState.from_dict(data, work_item=self.work_item.ref)  # pyright: ignore[reportUnknownArgumentType]
+            except ValueError as error:
+                raise self._corrupt(path, str(error)) from error
+        return WorkItemState(work_item=self.work_item.ref)
+
+    def save(self, state: WorkItemState) -> None:
+        """Write ``state`` to the current file (never the legacy one), under the lock."""
+        document = state.to_dict()
+        with fsio.locked(self.lock_path):
+            fsio.write_json(self.path, document)
+
+    def update(self, change: Callable[[WorkItemState], WorkItemState | None]) -> WorkItemState:
+        """Locked read → ``change`` (mutates, or returns a replacement) → write; the new state."""
+        with fsio.locked(self.lock_path):
+            state = self.load()
+            result = change(state)
+            new_state = state if result is None else result
+            fsio.write_json(self.path, new_state.to_dict())
+        return new_state
+
+    def link_pr(
+        self,
+        pr: WorkItemRef,
+        *,
+        state_dir: str = "",
+        linked_by: str = "session",
+        now: float | None = None,
+    ) -> bool:
+        """Link ``pr`` as an open pull request; False (nothing written) when already linked."""
+        entry = LinkedPullRequest(
+            ref=pr.ref,
+            repository=pr.path,
+            number=pr.number,
+            url=pr.url,
+            state_dir=state_dir,
+            linked_at=utc_timestamp(now),
+            linked_by=linked_by,
+        )
+        with fsio.locked(self.lock_path):
+            state = self.load()
+            if state.pull_request(pr) is not None:
+                return False
+            state.pull_requests.append(entry)
+            fsio.write_json(self.path, state.to_dict())
+        return True
+
+    def set_pr_state(self, pr_ref: WorkItemRef | str, state: str) -> bool:
+        """Set one linked entry's state; False (nothing written) when not linked or unchanged.
+
+        ``ValueError`` for a state outside :data:`PR_STATES`, before anything is read.
+        """
+        _choice(state, PR_STATES, "pull request state")
+        wanted = pr_ref if isinstance(pr_ref, WorkItemRef) else WorkItemRef.parse(pr_ref)
+        with fsio.locked(self.lock_path):
+            current = self.load()
+            entry = current.pull_request(wanted)
+            if entry is None or entry.state == state:
+                return False
+            index = current.pull_requests.index(entry)
+            current.pull_requests[index] = replace(entry, state=state)
+            fsio.write_json(self.path, current.to_dict())
+        return True
+
+    def frozen_choices(self) -> FrozenChoices | None:
+        """``sessionPerPr``, ``model`` and ``effort`` from the file when any is set."""
+        return self.load().choices()
+
+    def _corrupt(self, path: Path, reason: str) -> TheLoopError:
+        return TheLoopError(f"the work item state file {path} cannot be read: {reason}")
