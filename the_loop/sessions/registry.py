@@ -1,0 +1,429 @@
+"""The session registry: the machine file store ``local/<slug>.json``.
+
+One record per work item holds the handles of every session for it on this
+machine (the item's own and one per pull request). Every change is a locked
+read-modify-write through :class:`~the_loop.records.RecordDirectory`; a record
+whose stored ref is another ref is never read, changed or removed.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from the_loop.errors import EXIT_USAGE, TheLoopError
+from the_loop.eventlog import EventLog, utc_timestamp
+from the_loop.fsio import DirectorySyncs, read_json, remove_file, write_json
+from the_loop.records import RecordDirectory
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.sessions.session import (
+    ACTIVE,
+    CLOSED,
+    PAUSED,
+    Session,
+    as_work_item_ref,
+    record_from_json,
+    record_to_json,
+    stored_ref,
+)
+
+__all__ = ["RecordStatus", "RegistryError", "Session", "SessionRegistry"]
+
+DEFAULT_MAX_RECENT_DELIVERIES = 20
+
+RecordStatus = Literal["absent", "ok", "unreadable"]
+_Change = Callable[[Session], "Session | None"]
+
+
+class RegistryError(TheLoopError):
+    """A refused registration (a second live session without ``force``): exit 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=EXIT_USAGE)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One record file as read: ``foreign`` when it stores another ref."""
+
+    path: Path
+    status: Literal["absent", "ok", "unreadable", "foreign"]
+    record: Session | None = None
+    stored: str | None = None
+    problem: str = ""
+
+
+class _NoEvents:
+    """Stands in for an absent event log: emits nothing."""
+
+    def emit(self, event: str, level: str = "info", **fields: Any) -> bool:
+        return False
+
+
+#: A record path that yields these holds no record (a directory is someone else's).
+_NO_FILE = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG)
+
+
+def _read(path: Path) -> _Read:
+    """Read one record file; never raises (a directory at the path reads as absent)."""
+    try:
+        data = read_json(path)
+    except OSError as error:
+        if error.errno in _NO_FILE:
+            return _Read(path, "absent")
+        return _Read(path, "unreadable", problem=str(error))
+    except ValueError as error:
+        return _Read(path, "unreadable", problem=str(error) or "not JSON")
+    stored = stored_ref(data)
+    try:
+        record = record_from_json(data)
+    except (ValueError, RecursionError) as error:
+        return _Read(path, "unreadable", stored=stored, problem=str(error))
+    return _Read(path, "ok", record, stored)
+
+
+class SessionRegistry:
+    """Session records under ``root`` (``local/``), locked under ``locks_dir``.
+
+    ``locks_dir`` defaults to ``root.parent / "locks" / root.name``
+    (``StateLayout.local_locks_dir``). Events go to ``events`` when given;
+    warnings about unreadable files go to ``on_warning``.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        locks_dir: Path | None = None,
+        events: EventLog | None = None,
+        on_warning: Callable[[str], None] | None = None,
+        max_recent_deliveries: int = DEFAULT_MAX_RECENT_DELIVERIES,
+    ) -> None:
+        self.root = Path(root)
+        self.locks_dir = (
+            Path(locks_dir) if locks_dir else self.root.parent / "locks" / self.root.name
+        )
+        self._directory = RecordDirectory(self.root, self.locks_dir)
+        self._events: EventLog | _NoEvents = events if events is not None else _NoEvents()
+        self._on_warning = on_warning
+        self._max_recent = max_recent_deliveries
+
+    # -- reading -------------------------------------------------------------
+
+    def path_for(self, ref: WorkItemRef | str) -> Path:
+        """The file that holds (or would hold) ``ref``'s record."""
+        return self._locate(as_work_item_ref(ref)).path
+
+    def record_status(self, ref: WorkItemRef | str) -> RecordStatus:
+        """``ok``, ``unreadable`` (a file of ours that cannot be read) or ``absent``."""
+        status = self._locate(as_work_item_ref(ref)).status
+        return "absent" if status == "foreign" else status
+
+    def find_by_work_item(
+        self, ref: WorkItemRef | str, include_closed: bool = False
+    ) -> Session | None:
+        """The whole record of ``ref`` (own endpoint + ``pull_requests``) when live (or any)."""
+        found = self._locate(as_work_item_ref(ref))
+        if found.status == "unreadable":
+            self._warn(f"ignoring unreadable session record {found.path}: {found.problem}")
+        record = found.record
+        if record is None or not (include_closed or record.is_live):
+            return None
+        return record
+
+    def list_sessions(self, status: str | None = None) -> list[Session]:
+        """Every readable record, sorted by ref, optionally of one status; never raises."""
+        records = [record for _, record in self._records(warn=True)]
+        if status is not None:
+            records = [record for record in records if record.status == status]
+        return sorted(records, key=lambda record: record.work_item)
+
+    def refs(self) -> dict[str, Path]:
+        """Ref -> file of every readable record (one read per file)."""
+        return {record.ref: path for path, record in self._records(warn=False)}
+
+    def record_owning(self, ref: WorkItemRef | str) -> Session | None:
+        """The record whose sessions map holds ``ref``: the item's own, else a PR owner's."""
+        wanted = as_work_item_ref(ref)
+        own = self._locate(wanted).record
+        if own is not None:
+            return own
+        return next(
+            (record for _, record in self._records(warn=False) if record.owns(wanted)), None
+        )
+
+    def session_for(self, ref: WorkItemRef | str, session_per_pr: bool = True) -> Session | None:
+        """The endpoint that should handle an event for ``ref``, or None.
+
+        The item's own endpoint; for a pull request, its own endpoint when
+        ``session_per_pr`` and it has a live session of its own, else its owner's.
+        """
+        wanted = as_work_item_ref(ref)
+        record = self.record_owning(wanted)
+        if record is None or record.work_item == wanted:
+            return record
+        endpoint = record.endpoint_for(wanted)
+        has_own = endpoint is not None and (endpoint.harness_session_id or endpoint.tmux_target)
+        if session_per_pr and endpoint is not None and has_own and endpoint.is_live:
+            return endpoint
+        return record
+
+    def channel_cursors(self, ref: WorkItemRef | str, channel: str) -> dict[str, str]:
+        """Thread -> cursor of ``channel`` in ``ref``'s record (empty when none)."""
+        record = self._locate(as_work_item_ref(ref)).record
+        entry: object = record.channels.get(channel) if record is not None else None
+        if not isinstance(entry, dict):
+            return {}
+        cursors = cast(dict[str, object], entry).get("cursors")
+        if not isinstance(cursors, dict):
+            return {}
+        items = cast(dict[object, object], cursors).items()
+        return {
+            key: value for key, value in items if isinstance(key, str) and isinstance(value, str)
+        }
+
+    # -- writing -------------------------------------------------------------
+
+    def register(self, session: Session, force: bool = False) -> Session:
+        """Write ``session`` as its item's record; refuse a second live one unless ``force``.
+
+        Checked and written under one lock. Keeps the existing record's PR
+        endpoints and channel cursors; fills ``created_at``/``last_event_at``.
+        Raises :class:`RegistryError`; ``OSError`` propagates.
+        """
+        ref = session.work_item
+        with self._directory.lock(ref):
+            found = self._locate(ref)
+            if found.status == "foreign":
+                raise TheLoopError(f"{found.path} holds the record of another work item")
+            existing = found.record
+            if existing is not None and existing.is_live and not force:
+                raise RegistryError(
+                    f"{ref.ref} already has a live {existing.harness} session "
+                    f"{existing.harness_session_id or existing.tmux_target} ({existing.status}); "
+                    "use --force to replace it"
+                )
+            if found.status == "unreadable":
+                self._warn(f"replacing unreadable session record {found.path}: {found.problem}")
+            record = _registered(session, existing, utc_timestamp())
+            write_json(found.path, record_to_json(record))
+        self._events.emit(
+            "session.registered",
+            work_item=ref.ref,
+            harness=record.harness,
+            session_id=record.harness_session_id,
+            forced=force,
+        )
+        return record
+
+    def pause(self, ref: WorkItemRef | str) -> Session | None:
+        """Pause an active session (and its active PR endpoints); None when nothing changed."""
+        record = self._change(
+            as_work_item_ref(ref), lambda record: _switch(record, ACTIVE, PAUSED)
+        )[1]
+        if record is not None:
+            self._events.emit("session.paused", work_item=record.ref)
+        return record
+
+    def resume(self, ref: WorkItemRef | str) -> Session | None:
+        """Resume a paused session (and its paused PR endpoints); None when nothing changed."""
+        record = self._change(
+            as_work_item_ref(ref), lambda record: _switch(record, PAUSED, ACTIVE)
+        )[1]
+        if record is not None:
+            self._events.emit("session.resumed", work_item=record.ref)
+        return record
+
+    def close(self, ref: WorkItemRef | str, reason: str = "") -> bool:
+        """Close the item's endpoint and every PR endpoint; True when something live closed."""
+        record = self._change(as_work_item_ref(ref), _close_all)[1]
+        if record is None:
+            return False
+        self._events.emit("session.closed", work_item=record.ref, reason=reason)
+        return True
+
+    def forget(self, ref: WorkItemRef | str, *, syncs: DirectorySyncs | None = None) -> bool:
+        """Delete ``ref``'s record file (readable or not); False when there was none.
+
+        Never removes another ref's file; ``OSError`` propagates.
+        """
+        wanted = as_work_item_ref(ref)
+        with self._directory.lock(wanted):
+            found = self._locate(wanted)
+            if found.status not in ("ok", "unreadable"):
+                return False
+            return remove_file(found.path, syncs=syncs)
+
+    def link_pull_request(self, owner: WorkItemRef | str, pr: WorkItemRef | str) -> Session | None:
+        """Add ``pr``'s endpoint (empty handles) to ``owner``'s record; idempotent.
+
+        None when the owner has no record; ``ValueError`` for a self-link.
+        """
+        owner_ref, pr_ref = as_work_item_ref(owner), as_work_item_ref(pr)
+        if owner_ref == pr_ref:
+            raise ValueError(f"{pr_ref.ref} cannot be linked to itself")
+        before, after = self._change(owner_ref, lambda record: _linked(record, pr_ref))
+        if after is not None:
+            self._events.emit("session.pr_linked", work_item=owner_ref.ref, pull_request=pr_ref.ref)
+        return after or before
+
+    def save_endpoint(self, owner: WorkItemRef | str, endpoint: Session) -> Session | None:
+        """Store ``endpoint``'s handles under its ref in ``owner``'s record; None without one."""
+        before, after = self._change(
+            as_work_item_ref(owner), lambda record: record.with_endpoint(endpoint)
+        )
+        return after or before
+
+    def close_endpoint(self, owner: WorkItemRef | str, pr: WorkItemRef | str) -> bool:
+        """Close one live endpoint of ``owner``'s record; True when it was live."""
+        pr_ref = as_work_item_ref(pr)
+        return (
+            self._change(as_work_item_ref(owner), lambda record: _close_one(record, pr_ref))[1]
+            is not None
+        )
+
+    def touch(
+        self,
+        ref: WorkItemRef | str,
+        delivery_id: str | None = None,
+        endpoint_ref: WorkItemRef | str | None = None,
+    ) -> Session | None:
+        """Set an endpoint's ``lastEventAt`` and remember ``delivery_id``; never changes status.
+
+        The endpoint is ``endpoint_ref`` (default: the item's own). None when the
+        record or the endpoint does not exist.
+        """
+        target = as_work_item_ref(endpoint_ref if endpoint_ref is not None else ref)
+        now, bound = utc_timestamp(), self._max_recent
+
+        def touched(record: Session) -> Session | None:
+            endpoint = record.endpoint_for(target)
+            if endpoint is None:
+                return None
+            recent = endpoint.recent_deliveries
+            if delivery_id is not None and delivery_id not in recent:
+                recent = (*recent, delivery_id)[-bound:] if bound > 0 else ()
+            return record.with_endpoint(
+                replace(endpoint, last_event_at=now, recent_deliveries=recent)
+            )
+
+        before, after = self._change(as_work_item_ref(ref), touched)
+        return after or (before if before is not None and before.owns(target) else None)
+
+    def set_channel_cursor(
+        self, ref: WorkItemRef | str, channel: str, thread: str, cursor: str
+    ) -> bool:
+        """Set ``thread``'s ``cursor`` of ``channel`` in ``ref``'s record; False without one."""
+
+        def moved(record: Session) -> Session:
+            channels = copy.deepcopy(dict(record.channels))
+            entry = channels.get(channel)
+            entry = cast(dict[str, Any], entry) if isinstance(entry, dict) else {}
+            cursors = entry.get("cursors")
+            cursors = cast(dict[str, Any], cursors) if isinstance(cursors, dict) else {}
+            channels[channel] = {**entry, "cursors": {**cursors, thread: cursor}}
+            return replace(record, channels=channels)
+
+        return self._change(as_work_item_ref(ref), moved)[0] is not None
+
+    # -- internals -----------------------------------------------------------
+
+    def _locate(self, ref: WorkItemRef) -> _Read:
+        """The file for ``ref`` and what it holds (reading each candidate file once)."""
+        reads: dict[Path, _Read] = {}
+
+        def stored(path: Path) -> str | None:
+            reads[path] = _read(path)
+            return reads[path].stored
+
+        path = self._directory.resolve(ref, stored)
+        found = reads.get(path) or _read(path)
+        if found.stored is not None and found.stored != ref.ref:
+            return _Read(path, "foreign", stored=found.stored)
+        return found
+
+    def _change(self, ref: WorkItemRef, change: _Change) -> tuple[Session | None, Session | None]:
+        """Locked read -> ``change`` -> write. Returns (record before, record written or None)."""
+        with self._directory.lock(ref):
+            found = self._locate(ref)
+            before = found.record
+            if before is None:
+                return None, None
+            after = change(before)
+            if after is None or after == before:
+                return before, None
+            write_json(found.path, record_to_json(after))
+            return before, after
+
+    def _records(self, *, warn: bool) -> Iterator[tuple[Path, Session]]:
+        """Every readable record file whose name matches its stored ref; one read each."""
+        seen: set[str] = set()
+        for path in self._directory.record_files():
+            found = _read(path)
+            record = found.record
+            if record is None:
+                if warn and found.status == "unreadable":
+                    self._warn(f"skipping unreadable session record {path}: {found.problem}")
+                continue
+            names = (f"{record.work_item.slug}.json", f"{record.work_item.disambiguated_slug}.json")
+            if path.name not in names:
+                if warn:
+                    self._warn(f"skipping {path}: it holds the record of {record.ref}")
+                continue
+            if record.ref not in seen:
+                seen.add(record.ref)
+                yield path, record
+
+    def _warn(self, message: str) -> None:
+        if self._on_warning is not None:
+            self._on_warning(message)
+
+
+def _registered(session: Session, existing: Session | None, now: str) -> Session:
+    """``session`` as a whole record, keeping ``existing``'s PR endpoints and cursors."""
+    record = replace(
+        session,
+        created_at=session.created_at or now,
+        last_event_at=session.last_event_at or now,
+        pull_requests=(),
+        channels={**(existing.channels if existing else {}), **session.channels},
+    )
+    for endpoint in (*(existing.pull_requests if existing else ()), *session.pull_requests):
+        if endpoint.work_item != record.work_item:
+            record = record.with_endpoint(endpoint)
+    return record
+
+
+def _switch(record: Session, old: str, new: str) -> Session | None:
+    """Every endpoint in status ``old`` moved to ``new``, when the item's own one is ``old``."""
+    if record.status != old:
+        return None
+    moved = [replace(item, status=new) for item in record.endpoints() if item.status == old]
+    for endpoint in moved:
+        record = record.with_endpoint(endpoint)
+    return record
+
+
+def _close_all(record: Session) -> Session | None:
+    closed = [replace(item, status=CLOSED) for item in record.endpoints() if item.is_live]
+    for endpoint in closed:
+        record = record.with_endpoint(endpoint)
+    return record if closed else None
+
+
+def _close_one(record: Session, ref: WorkItemRef) -> Session | None:
+    endpoint = record.endpoint_for(ref)
+    if endpoint is None or not endpoint.is_live:
+        return None
+    return record.with_endpoint(replace(endpoint, status=CLOSED))
+
+
+def _linked(record: Session, pr: WorkItemRef) -> Session | None:
+    if record.owns(pr):
+        return None
+    endpoint = Session(pr, "", "", cwd=record.cwd, status=ACTIVE, created_at=utc_timestamp())
+    return record.with_endpoint(endpoint)

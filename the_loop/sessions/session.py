@@ -1,0 +1,282 @@
+"""One session record in memory, and its on-disk shape (``local/<slug>.json``, v2).
+
+:func:`record_from_json` reads v2 and the flat v1 shape of older releases
+(through :func:`migrate_v1`, the one migration, read side only);
+:func:`record_to_json` always writes v2. A document of the wrong shape raises
+``ValueError``: the store calls such a file "unreadable".
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, cast
+
+from the_loop.sessions.ref import WorkItemRef
+
+VERSION = 2
+ACTIVE = "active"
+PAUSED = "paused"
+CLOSED = "closed"
+STATUSES = (ACTIVE, PAUSED, CLOSED)
+LIVE_STATUSES = (ACTIVE, PAUSED)
+
+_NO_CHANNELS: Mapping[str, Any] = MappingProxyType({})
+
+#: Optional endpoint keys: written only when set.
+_OPTIONAL_KEYS = ("model", "effort", "harnessArgs")
+
+
+def as_work_item_ref(ref: WorkItemRef | str) -> WorkItemRef:
+    """``ref`` itself, or parsed from its text (``ValueError`` for a bad ref)."""
+    return ref if isinstance(ref, WorkItemRef) else WorkItemRef.parse(ref)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One endpoint's handles; as a whole record also its PR endpoints and channel cursors.
+
+    The item's own endpoint carries ``pull_requests`` (each a ``Session`` for a
+    pull request) and ``channels`` (the record's read cursors). Change it with
+    ``dataclasses.replace``.
+    """
+
+    work_item: WorkItemRef
+    harness: str
+    harness_session_id: str
+    cwd: str = ""
+    status: str = ACTIVE
+    created_at: str = ""
+    last_event_at: str | None = None
+    tmux_target: str = ""
+    recent_deliveries: tuple[str, ...] = ()
+    model: str = ""
+    effort: str = ""
+    harness_args: tuple[str, ...] = ()
+    pull_requests: tuple[Session, ...] = ()
+    channels: Mapping[str, Any] = field(default_factory=lambda: _NO_CHANNELS, hash=False)
+
+    def __post_init__(self) -> None:
+        # Callers may pass lists or dicts; keep the value immutable and detached.
+        object.__setattr__(self, "recent_deliveries", tuple(self.recent_deliveries))
+        object.__setattr__(self, "harness_args", tuple(self.harness_args))
+        object.__setattr__(self, "pull_requests", tuple(self.pull_requests))
+        if not isinstance(self.channels, MappingProxyType):
+            channels = copy.deepcopy(dict(self.channels))
+            object.__setattr__(self, "channels", MappingProxyType(channels))
+
+    @property
+    def ref(self) -> str:
+        """The canonical ref of this endpoint."""
+        return self.work_item.ref
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    @property
+    def is_paused(self) -> bool:
+        return self.status == PAUSED
+
+    def endpoints(self) -> tuple[Session, ...]:
+        """This endpoint, then every pull request's endpoint."""
+        return (self, *self.pull_requests)
+
+    def endpoint_for(self, ref: WorkItemRef | str) -> Session | None:
+        """The endpoint keyed by ``ref`` in this record (itself or a PR's), or None."""
+        wanted = as_work_item_ref(ref)
+        return next((item for item in self.endpoints() if item.work_item == wanted), None)
+
+    def owns(self, ref: WorkItemRef | str) -> bool:
+        """True when ``ref`` is this record's work item or one of its pull requests."""
+        return self.endpoint_for(ref) is not None
+
+    def with_endpoint(self, endpoint: Session) -> Session:
+        """This record with ``endpoint`` stored under its ref (own handles or a PR's)."""
+        if endpoint.work_item == self.work_item:
+            return _with_handles(self, endpoint)
+        bare = _with_handles(Session(endpoint.work_item, "", ""), endpoint)
+        others = [item for item in self.pull_requests if item.work_item != endpoint.work_item]
+        if len(others) == len(self.pull_requests):
+            return _replace(self, pull_requests=(*self.pull_requests, bare))
+        merged = [
+            bare if item.work_item == endpoint.work_item else item for item in self.pull_requests
+        ]
+        return _replace(self, pull_requests=tuple(merged))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready report: every handle (camelCase), ``pullRequests`` and ``channels``."""
+        data = {"workItem": self.ref, **_handles(self, every_key=True)}
+        data["pullRequests"] = [
+            {"workItem": item.ref, **_handles(item, every_key=True)} for item in self.pull_requests
+        ]
+        data["channels"] = copy.deepcopy(dict(self.channels))
+        return data
+
+
+def _replace(record: Session, **changes: Any) -> Session:
+    return replace(record, **changes)
+
+
+def _with_handles(target: Session, source: Session) -> Session:
+    """``target`` with the handles of ``source`` (ref, PRs and channels kept)."""
+    return _replace(
+        target,
+        harness=source.harness,
+        harness_session_id=source.harness_session_id,
+        cwd=source.cwd,
+        status=source.status,
+        created_at=source.created_at,
+        last_event_at=source.last_event_at,
+        tmux_target=source.tmux_target,
+        recent_deliveries=source.recent_deliveries,
+        model=source.model,
+        effort=source.effort,
+        harness_args=source.harness_args,
+    )
+
+
+def _handles(endpoint: Session, *, every_key: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "harness": endpoint.harness,
+        "harnessSessionId": endpoint.harness_session_id,
+        "cwd": endpoint.cwd,
+        "status": endpoint.status,
+        "createdAt": endpoint.created_at,
+        "lastEventAt": endpoint.last_event_at,
+        "tmuxTarget": endpoint.tmux_target,
+        "recentDeliveries": list(endpoint.recent_deliveries),
+    }
+    optional = {
+        "model": endpoint.model,
+        "effort": endpoint.effort,
+        "harnessArgs": list(endpoint.harness_args),
+    }
+    data.update({key: value for key, value in optional.items() if every_key or value})
+    return data
+
+
+def record_to_json(record: Session) -> dict[str, Any]:
+    """The v2 document for a whole record (``channels`` only when non-empty)."""
+    data: dict[str, Any] = {"version": VERSION, "workItem": record.ref}
+    if record.channels:
+        data["channels"] = copy.deepcopy(dict(record.channels))
+    data["sessions"] = {item.ref: _handles(item) for item in record.endpoints()}
+    return data
+
+
+def record_from_json(data: object) -> Session:
+    """A whole record from a v2 or v1 document; ``ValueError`` when the shape is wrong."""
+    document = _mapping(data, "the record")
+    if document.get("version") == VERSION or "sessions" in document:
+        return _from_v2(document)
+    if document.get("version", 1) == 1:
+        return _from_v2(migrate_v1(document))
+    raise ValueError(f"unknown record version {document.get('version')!r}")
+
+
+def stored_ref(data: object) -> str | None:
+    """The canonical ref a v2 or v1 document names, or None when it names none."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return _ref_of(cast(dict[str, Any], data).get("workItem")).ref
+    except ValueError:
+        return None
+
+
+def migrate_v1(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The v2 document for a flat v1 one (handles at top level, ``pullRequests`` a list)."""
+    own = _ref_of(document.get("workItem"))
+    sessions: dict[str, Any] = {own.ref: _v1_handles(document)}
+    entries = document.get("pullRequests", [])
+    if not isinstance(entries, list):
+        raise ValueError("pullRequests is not a list")
+    for entry in cast(list[Any], entries):
+        handles = _mapping(entry, "a pull request entry")
+        sessions[_ref_of(handles.get("workItem")).ref] = _v1_handles(handles)
+    migrated: dict[str, Any] = {"version": VERSION, "workItem": own.ref, "sessions": sessions}
+    if "channels" in document:
+        migrated["channels"] = document["channels"]
+    return migrated
+
+
+_HANDLE_KEYS = (
+    "harness",
+    "harnessSessionId",
+    "cwd",
+    "status",
+    "createdAt",
+    "lastEventAt",
+    "tmuxTarget",
+    "recentDeliveries",
+    *_OPTIONAL_KEYS,
+)
+
+
+def _v1_handles(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: entry[key] for key in _HANDLE_KEYS if key in entry}
+
+
+def _from_v2(document: Mapping[str, Any]) -> Session:
+    own = _ref_of(document.get("workItem"))
+    sessions = _mapping(document.get("sessions"), "sessions")
+    channels = _mapping(document.get("channels") or {}, "channels")
+    endpoints = {_ref_of(key): _endpoint(key, value) for key, value in sessions.items()}
+    if own not in endpoints:
+        raise ValueError(f"sessions has no entry for the work item {own.ref}")
+    pull_requests = tuple(handles for ref, handles in endpoints.items() if ref != own)
+    return _replace(endpoints[own], pull_requests=pull_requests, channels=channels)
+
+
+def _endpoint(key: str, value: object) -> Session:
+    entry = _mapping(value, f"the session of {key}")
+    last_event_at = entry.get("lastEventAt")
+    if last_event_at is not None and not isinstance(last_event_at, str):
+        raise ValueError(f"lastEventAt of {key} is not a string")
+    return Session(
+        work_item=_ref_of(key),
+        harness=_text(entry, "harness"),
+        harness_session_id=_text(entry, "harnessSessionId"),
+        cwd=_text(entry, "cwd"),
+        status=_text(entry, "status", ACTIVE),
+        created_at=_text(entry, "createdAt"),
+        last_event_at=last_event_at,
+        tmux_target=_text(entry, "tmuxTarget"),
+        recent_deliveries=_texts(entry, "recentDeliveries"),
+        model=_text(entry, "model"),
+        effort=_text(entry, "effort"),
+        harness_args=_texts(entry, "harnessArgs"),
+    )
+
+
+def _mapping(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return cast(dict[str, Any], value)
+
+
+def _ref_of(value: object) -> WorkItemRef:
+    """A ref stored as a string, or (v1) as an object with ``ref``."""
+    if isinstance(value, dict):
+        value = cast(dict[str, Any], value).get("ref")
+    if not isinstance(value, str):
+        raise ValueError("workItem names no work item")
+    return WorkItemRef.parse(value)
+
+
+def _text(entry: Mapping[str, Any], key: str, default: str = "") -> str:
+    value = entry.get(key, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{key} is not a string")
+    return value
+
+
+def _texts(entry: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = entry.get(key, [])
+    items = cast(list[object], value) if isinstance(value, list) else None
+    if items is None or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"{key} is not a list of strings")
+    return tuple(cast(list[str], items))
