@@ -1,0 +1,1 @@
+"""Shared test helpers: real git remotes (``gitrepo``) and private tmux sockets (``tmuxsock``)."""

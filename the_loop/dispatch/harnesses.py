@@ -1,0 +1,227 @@
+"""Harness adapters: the argv that starts or resumes a coding agent.
+
+Every adapter returns an argv list that tmux executes directly (never a shell
+string). Session ids are fresh UUIDs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from the_loop.config import Config
+    from the_loop.sessions.ref import WorkItemRef
+
+PLACEHOLDERS = ("session_id", "work_item", "prompt", "model", "effort")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+
+
+class Harness(ABC):
+    """A coding agent the dispatcher can start in tmux; subclasses build the argv."""
+
+    name: str = ""
+
+    def __init__(self, binary: str) -> None:
+        if not binary:
+            raise ValueError(f"the {self.name or 'harness'} binary must not be empty")
+        self.binary = binary
+
+    @abstractmethod
+    def start_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str,
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        """The argv that starts a new agent session with id ``session_id``."""
+
+    @abstractmethod
+    def resume_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str = "",
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        """The argv that resumes the agent session ``session_id``."""
+
+    def new_session_id(self) -> str:
+        """A fresh session id (a UUID4)."""
+        return str(uuid.uuid4())
+
+    def available(self) -> bool:
+        """True when the binary is found on PATH (or is an executable path)."""
+        return shutil.which(self.binary) is not None
+
+
+class _AgentCli(Harness):
+    """An agent CLI: ``<binary> <flag> <id> [--model M] [args...] [<prompt>]``."""
+
+    def __init__(self, binary: str, args: Sequence[str] = ()) -> None:
+        super().__init__(binary)
+        self.args = tuple(args)
+
+    def _argv(self, flag: str, session_id: str, model: str, prompt: str) -> list[str]:
+        if not session_id or session_id.startswith("-"):
+            raise ValueError(f"invalid harness session id {session_id!r}")
+        model_args = ["--model", model] if model else []
+        prompt_args = [prompt] if prompt else []
+        return [self.binary, flag, session_id, *model_args, *self.args, *prompt_args]
+
+
+class ClaudeHarness(_AgentCli):
+    """Claude Code: ``claude --session-id <id> [--model M] [args...] [<prompt>]``.
+
+    Resume: ``claude --resume <id> [--model M] [args...] [<prompt>]``. ``effort`` is
+    not passed: Claude Code has no effort flag we can rely on, so an operator who
+    wants one puts it in ``routing.harnesses.claude.args``.
+    """
+
+    name = "claude"
+
+    def __init__(self, binary: str = "claude", args: Sequence[str] = ()) -> None:
+        super().__init__(binary, args)
+
+    def start_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str,
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        return self._argv("--session-id", session_id, model, prompt)
+
+    def resume_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str = "",
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        return self._argv("--resume", session_id, model, prompt)
+
+
+class CursorHarness(_AgentCli):
+    """Cursor's agent CLI, keyed by its chat id: ``cursor-agent --resume <id> [--model M]
+    [args...] [<prompt>]`` both to start and to resume (``effort`` is not passed)."""
+
+    name = "cursor"
+
+    def __init__(self, binary: str = "cursor-agent", args: Sequence[str] = ()) -> None:
+        super().__init__(binary, args)
+
+    def start_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str,
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        return self._argv("--resume", session_id, model, prompt)
+
+    def resume_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str = "",
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        return self._argv("--resume", session_id, model, prompt)
+
+
+class CommandHarness(Harness):
+    """Any program: ``argv`` with ``{session_id}``, ``{work_item}``, ``{prompt}``,
+    ``{model}`` and ``{effort}`` replaced inside each element (no shell, no other
+    braces touched). Resume uses ``resume_argv``, else ``argv``. A placeholder
+    inside a ``bash -c`` script is parsed by that shell: keep it an element of its own."""
+
+    name = "command"
+
+    def __init__(self, argv: Sequence[str], resume_argv: Sequence[str] | None = None) -> None:
+        if not argv:
+            raise ValueError("the command harness needs a non-empty argv")
+        if resume_argv is not None and not resume_argv:
+            raise ValueError("the command harness resume argv must not be empty")
+        super().__init__(argv[0])
+        self.argv = tuple(argv)
+        self.resume_template = tuple(resume_argv) if resume_argv is not None else None
+
+    def start_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str,
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        values = _values(session_id, work_item, prompt, model, effort)
+        return [_substitute(element, values) for element in self.argv]
+
+    def resume_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str = "",
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        values = _values(session_id, work_item, prompt, model, effort)
+        return [_substitute(element, values) for element in self.resume_template or self.argv]
+
+
+def harnesses_from_config(config: Config) -> dict[str, Harness]:
+    """``claude`` and ``cursor`` always, ``command`` when ``routing.harnesses.command.argv``
+    is set; binaries and extra args from ``routing.harnesses.<name>``."""
+    prefix = "routing.harnesses"
+    harnesses: dict[str, Harness] = {
+        "claude": ClaudeHarness(
+            config.get_str(f"{prefix}.claude.binary", "claude") or "claude",
+            config.get_str_list(f"{prefix}.claude.args"),
+        ),
+        "cursor": CursorHarness(
+            config.get_str(f"{prefix}.cursor.binary", "cursor-agent") or "cursor-agent",
+            config.get_str_list(f"{prefix}.cursor.args"),
+        ),
+    }
+    argv = config.get_str_list(f"{prefix}.command.argv")
+    if argv:
+        resume = config.get_str_list(f"{prefix}.command.resumeArgv")
+        harnesses["command"] = CommandHarness(argv, resume or None)
+    return harnesses
+
+
+def _values(
+    session_id: str, work_item: WorkItemRef, prompt: str, model: str, effort: str
+) -> dict[str, str]:
+    return {
+        "session_id": session_id,
+        "work_item": work_item.ref,
+        "prompt": prompt,
+        "model": model,
+        "effort": effort,
+    }
+
+
+def _substitute(element: str, values: dict[str, str]) -> str:
+    """Replace each ``{name}`` in one pass, so a substituted value is never rescanned."""
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], element)

@@ -1,0 +1,104 @@
+"""The one place that runs a subprocess: argv only, a timeout, stdin closed.
+
+Every failure (a non-zero exit, a timeout, a missing binary) becomes a
+:class:`DispatchError` whose message names the command and carries its stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from the_loop.errors import TheLoopError
+
+#: How much of a command's stderr an error message keeps (its tail).
+STDERR_LIMIT = 2000
+
+
+class DispatchError(TheLoopError):
+    """A tmux, git or harness operation failed; the message says which and why."""
+
+
+class Runner(Protocol):
+    """The signature of :func:`run`, so collaborators can take a fake in tests."""
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[str]: ...
+
+
+def describe(argv: Sequence[str]) -> str:
+    """The command as one shell-quoted line, for messages only (never executed)."""
+    return shlex.join(argv)
+
+
+def trim(text: str, limit: int = STDERR_LIMIT) -> str:
+    """``text`` stripped, keeping its last ``limit`` characters."""
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` (no shell) with stdin closed and output captured as text.
+
+    ``env`` holds variables set over the inherited environment (``None``: inherit
+    as is). Raises :class:`DispatchError` on a missing binary, a timeout, or,
+    when ``check``, a non-zero exit.
+    """
+    command = list(argv)
+    if not command:
+        raise ValueError("run() needs a non-empty argv")
+    environment = None if env is None else {**os.environ, **env}
+    try:
+        completed = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            cwd=cwd,
+            env=environment,
+            check=False,
+        )
+    except FileNotFoundError as error:
+        missing = command[0] if error.filename in (None, command[0]) else error.filename
+        raise DispatchError(f"cannot run `{describe(command)}`: {missing} not found") from error
+    except subprocess.TimeoutExpired as error:
+        raise DispatchError(
+            f"`{describe(command)}` timed out after {timeout:g}s{_stderr_suffix(error.stderr)}"
+        ) from error
+    except OSError as error:
+        raise DispatchError(
+            f"cannot run `{describe(command)}`: {error.strerror or error}"
+        ) from error
+    if check and completed.returncode != 0:
+        raise DispatchError(
+            f"`{describe(command)}` failed with exit code {completed.returncode}"
+            f"{_stderr_suffix(completed.stderr)}"
+        )
+    return completed
+
+
+def _stderr_suffix(stderr: str | bytes | None) -> str:
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", errors="replace")
+    text = trim(stderr or "")
+    return f": {text}" if text else ""

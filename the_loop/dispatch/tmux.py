@@ -1,0 +1,283 @@
+"""The tmux runner: start a harness in a named session, read and end it.
+
+Only targets named like ``loop-<slug>`` are touched, and with ``socket`` set
+every call goes to that private server (``tmux -L <socket>``). Session-level
+commands use ``-t =<name>`` and window/pane commands ``-t =<name>:`` so tmux
+never falls back to a prefix match of another session's name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from the_loop.dispatch.process import DispatchError, Runner, describe, run, trim
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from the_loop.config import Config
+
+Liveness = Literal["live", "dead", "absent", "unknown"]
+
+NAME_PATTERN = re.compile(r"loop-[A-Za-z0-9_~-]+\Z")
+_SOCKET_PATTERN = re.compile(r"[A-Za-z0-9._-]*\Z")
+#: What tmux says when the session (or the whole server, maybe just exiting) is not there.
+_ABSENT_MARKERS = ("can't find session", "no server running", "server exited unexpectedly")
+#: ``error connecting to <socket> (<reason>)`` with these reasons: no server either.
+_NO_SERVER_REASONS = ("No such file or directory", "Connection refused")
+#: A placeholder that waits until the real argv replaces it (see ``spawn``).
+_PLACEHOLDER = ("sleep", "2147483647")
+_POLL_SECONDS = 0.05
+#: How long to wait for tmux to notice the panes died after SIGKILL.
+_KILL_SETTLE_SECONDS = 5.0
+RESET_HINT = "run `the-loop sessions reset --work-item <ref>` to end it first"
+
+
+def check_name(name: str) -> str:
+    """``name`` when it is a ``loop-…`` tmux target; ``ValueError`` otherwise."""
+    if not NAME_PATTERN.match(name):
+        raise ValueError(f"refusing tmux target {name!r}: it must match {NAME_PATTERN.pattern}")
+    return name
+
+
+class TmuxRunner:
+    """Runs tmux for the dispatcher; every call has the configured timeout.
+
+    ``run``, ``clock``, ``sleep``, ``signal_group`` (``os.killpg``-like) and
+    ``group_running`` are injectable so the termination loop is testable without waiting.
+    """
+
+    def __init__(
+        self,
+        binary: str = "tmux",
+        socket: str = "",
+        timeout: float = 1800.0,
+        *,
+        run: Runner = run,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        signal_group: Callable[[int, int], None] = os.killpg,
+        group_running: Callable[[int], bool] | None = None,
+    ) -> None:
+        if not _SOCKET_PATTERN.match(socket):
+            raise ValueError(f"invalid tmux socket name {socket!r}")
+        self.binary = binary
+        self.socket = socket
+        self.timeout = timeout
+        self._run = run
+        self._clock = clock
+        self._sleep = sleep
+        self._signal_group = signal_group
+        self._group_running = group_running or process_group_running
+
+    @classmethod
+    def from_config(cls, config: Config) -> TmuxRunner:
+        """The runner described by ``routing.tmux.*`` and ``routing.dispatchTimeoutSeconds``."""
+        return cls(
+            binary=config.get_str("routing.tmux.binary", "tmux") or "tmux",
+            socket=config.get_str("routing.tmux.socket", ""),
+            timeout=config.get_float("routing.dispatchTimeoutSeconds", 1800.0),
+        )
+
+    def command(self, *args: str) -> list[str]:
+        """``tmux [-L socket] <args>``."""
+        prefix = [self.binary, "-L", self.socket] if self.socket else [self.binary]
+        return [*prefix, *args]
+
+    def spawn(
+        self, name: str, cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> None:
+        """Start ``argv`` (no shell) in a new detached session ``name`` in ``cwd``.
+
+        ``remain-on-exit`` is on before the agent starts, so even an agent that
+        exits at once leaves its pane. A dead session of that name is replaced;
+        a live one is refused with a ``DispatchError`` suggesting a reset.
+        """
+        check_name(name)
+        program = _direct_argv(argv)
+        if not cwd.is_dir():
+            raise DispatchError(f"cannot start tmux session {name} in {cwd}: not a directory")
+        self._make_room(name)
+        # A placeholder holds the pane until remain-on-exit is set; then the agent replaces it.
+        self._new_session(name, cwd, env or {})
+        try:
+            self._tmux("set-option", "-w", "-t", f"={name}:", "remain-on-exit", "on")
+            self._tmux("respawn-pane", "-k", "-t", f"={name}:", "-c", str(cwd), "--", *program)
+        except DispatchError:
+            self.kill(name)
+            raise
+
+    def liveness(self, name: str) -> Liveness:
+        """``live`` (a pane runs), ``dead`` (all panes exited, kept), ``absent``, or ``unknown``."""
+        try:
+            panes = self._panes(name)
+        except DispatchError:
+            return "unknown"
+        if panes is None:
+            return "absent"
+        return "live" if any(not dead for dead, _ in panes) else "dead"
+
+    def pane_pids(self, name: str) -> list[int]:
+        """The process ids of the panes still running (empty when absent or all dead)."""
+        return [pid for dead, pid in self._panes(name) or [] if not dead]
+
+    def terminate_harness(self, name: str, grace_seconds: float) -> bool:
+        """SIGTERM each running pane's process group, SIGKILL what is left after the grace.
+
+        Returns True when something was running; a session that is already gone
+        or dead is success (False). The tmux session itself is kept.
+        """
+        pids = self.pane_pids(name)
+        if not pids:
+            return False
+        self._signal_all(pids, signal.SIGTERM)
+        if not self._wait_until_gone(name, pids, grace_seconds):
+            self._signal_all(pids, signal.SIGKILL)
+            # Only tmux's view here: an unreaped (zombie) pane process never "goes".
+            if not self._wait_until_gone(name, (), _KILL_SETTLE_SECONDS):
+                raise DispatchError(f"the harness in tmux session {name} survived SIGKILL")
+        return True
+
+    def kill(self, name: str) -> bool:
+        """``kill-session``; True when a session was killed, False when it was not there."""
+        check_name(name)
+        result = self._tmux("kill-session", "-t", f"={name}", check=False)
+        if result.returncode == 0:
+            return True
+        if _is_absent(result.stderr):
+            return False
+        raise self._failure(result.args, result.stderr)
+
+    def attach_argv(self, name: str, read_only: bool) -> list[str]:
+        """The argv that attaches a terminal to ``name`` (``-r``: read-only)."""
+        check_name(name)
+        flags = ["-r"] if read_only else []
+        return self.command("attach-session", *flags, "-t", f"={name}")
+
+    def capture(self, name: str) -> str:
+        """The pane's whole history as text, trailing blank lines dropped."""
+        check_name(name)
+        result = self._tmux("capture-pane", "-p", "-J", "-S", "-", "-t", f"={name}:")
+        text = result.stdout.rstrip()
+        return text + "\n" if text else ""
+
+    def _make_room(self, name: str) -> None:
+        """Refuse a live (or unreadable) session ``name``; remove a dead one."""
+        state = self.liveness(name)
+        if state == "live":
+            raise DispatchError(f"tmux session {name} is already running; {RESET_HINT}")
+        if state == "unknown":
+            raise DispatchError(
+                f"cannot tell whether tmux session {name} exists: tmux did not answer"
+            )
+        if state == "dead":
+            self.kill(name)
+
+    def _new_session(self, name: str, cwd: Path, env: Mapping[str, str]) -> None:
+        env_args: list[str] = []
+        for key, value in env.items():
+            if not key or "=" in key:
+                raise ValueError(f"invalid environment variable name {key!r}")
+            env_args += ["-e", f"{key}={value}"]
+        argv = ["new-session", "-d", "-s", name, "-c", str(cwd), *env_args, "--", *_PLACEHOLDER]
+        created = self._tmux(*argv, check=False)
+        if created.returncode == 0:
+            return
+        if "duplicate session" in created.stderr:
+            raise DispatchError(f"tmux session {name} is already running; {RESET_HINT}")
+        raise self._failure(self.command(*argv), created.stderr)
+
+    def _panes(self, name: str) -> list[tuple[bool, int]] | None:
+        """``(dead, pid)`` per pane, or None when the session is absent."""
+        check_name(name)
+        result = self._tmux(
+            "list-panes", "-s", "-t", f"={name}:", "-F", "#{pane_dead} #{pane_pid}", check=False
+        )
+        if result.returncode != 0:
+            if _is_absent(result.stderr):
+                return None
+            raise self._failure(result.args, result.stderr)
+        panes: list[tuple[bool, int]] = []
+        for line in result.stdout.splitlines():
+            dead, _, pid = line.strip().partition(" ")
+            if pid.isdigit():
+                panes.append((dead == "1", int(pid)))
+        return panes
+
+    def _signal_all(self, pids: Sequence[int], signum: int) -> None:
+        for pid in pids:
+            try:
+                self._signal_group(pid, signum)
+            except ProcessLookupError:
+                continue
+            except PermissionError as error:
+                raise DispatchError(f"cannot signal process group {pid}: {error}") from error
+
+    def _wait_until_gone(self, name: str, pids: Sequence[int], seconds: float) -> bool:
+        """Poll until no pane of ``name`` runs and no group in ``pids`` has a running member."""
+        deadline = self._clock() + seconds
+        while True:
+            if not self.pane_pids(name) and not any(map(self._group_running, pids)):
+                return True
+            if self._clock() >= deadline:
+                return False
+            self._sleep(_POLL_SECONDS)
+
+    def _tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self._run(self.command(*args), timeout=self.timeout, check=check)
+
+    def _failure(self, argv: Sequence[str], stderr: str) -> DispatchError:
+        detail = trim(stderr)
+        return DispatchError(f"`{describe(argv)}` failed" + (f": {detail}" if detail else ""))
+
+
+def process_group_running(pgid: int) -> bool:
+    """True while process group ``pgid`` has a member that is not a zombie.
+
+    tmux may leave a dead pane's process unreaped; without ``/proc`` (not
+    Linux) such a zombie counts as running.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue  # the process ended while we looked
+        fields = stat[stat.rfind(")") + 1 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def _is_absent(stderr: str) -> bool:
+    if any(marker in stderr for marker in _ABSENT_MARKERS):
+        return True
+    return "error connecting to" in stderr and any(r in stderr for r in _NO_SERVER_REASONS)
+
+
+def _direct_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` in a form tmux executes directly: tmux runs a lone argument via ``sh -c``."""
+    program = list(argv)
+    if not program or not program[0]:
+        raise ValueError("a harness argv needs a program")
+    if len(program) > 1:
+        return program
+    if "=" in program[0]:
+        raise ValueError(f"refusing to start {program[0]!r}: a lone program name cannot hold '='")
+    return ["env", "--", program[0]]

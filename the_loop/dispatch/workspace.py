@@ -1,0 +1,363 @@
+"""Git checkouts for work items, only ever created or removed inside one root.
+
+Worktree strategy: a shared clone at ``<root>/<host>/<owner>/<repo>`` and a
+worktree per item at ``<root>/.worktrees/<host>/<owner>/<repo>/<slug>``.
+Clone strategy: a full clone at ``<root>/.work-items/<slug>/<host>/<owner>/<repo>``.
+Work on one repository is serialised by a lock under ``<root>/.locks``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from the_loop.dispatch.process import DispatchError, Runner, run
+from the_loop.fsio import locked
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from the_loop.config import Config
+    from the_loop.sessions.ref import WorkItemRef
+
+Strategy = Literal["worktree", "clone"]
+STRATEGIES: tuple[Strategy, ...] = ("worktree", "clone")
+WORKTREES_DIR = ".worktrees"
+WORK_ITEMS_DIR = ".work-items"
+LOCKS_DIR = ".locks"
+_COMPONENT = re.compile(r"[A-Za-z0-9._~:-]+\Z")
+_BRANCH_REFUSED = re.compile(r"[\s\x00-\x1f\x7f~^:?*\[\\]|\.\.|@\{|^-|^/|/$|\.lock$")
+#: Never ask for credentials on a terminal: a clone that needs them fails instead.
+_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0"}
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A prepared checkout; ``created`` is False when an existing one was reused."""
+
+    path: Path
+    created: bool
+    strategy: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "created": self.created, "strategy": self.strategy}
+
+
+@dataclass(frozen=True)
+class CheckoutStatus:
+    """What removing a checkout would lose."""
+
+    uncommitted_files: int
+    unpushed_commits: int
+
+    @property
+    def clean(self) -> bool:
+        return self.uncommitted_files == 0 and self.unpushed_commits == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "uncommittedFiles": self.uncommitted_files,
+            "unpushedCommits": self.unpushed_commits,
+        }
+
+
+class Workspace:
+    """Prepares, inspects and removes work-item checkouts under ``root``.
+
+    ``root=None`` means workspaces are disabled: nothing is prepared, located
+    or removed. Every path is checked to resolve inside ``root`` with no symlink
+    on the way; anything else raises :class:`DispatchError`.
+    """
+
+    def __init__(
+        self,
+        root: Path | None,
+        *,
+        strategy: str = "worktree",
+        git_binary: str = "git",
+        clone_protocol: str = "https",
+        default_host: str = "github.com",
+        repositories: Mapping[str, str] | None = None,
+        timeout: float = 1800.0,
+        run: Runner = run,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown workspace strategy {strategy!r}: use worktree or clone")
+        if clone_protocol not in ("https", "ssh"):
+            raise ValueError(f"unknown clone protocol {clone_protocol!r}: use https or ssh")
+        self.root = None if root is None else Path(os.path.abspath(root))
+        self.strategy = strategy
+        self.git_binary = git_binary
+        self.clone_protocol = clone_protocol
+        self.default_host = _component(default_host, "default host")
+        self.repositories = dict(repositories or {})
+        self.timeout = timeout
+        self._run = run
+
+    @classmethod
+    def disabled(cls) -> Workspace:
+        """A workspace that prepares nothing (``routing.workspace.root`` empty)."""
+        return cls(None)
+
+    @classmethod
+    def from_config(cls, config: Config) -> Workspace:
+        """The workspace of ``routing.workspace.*`` (root ``~``-expanded; empty: disabled)."""
+        root = config.get_str("routing.workspace.root", "")
+        return cls(
+            Path(root).expanduser() if root else None,
+            strategy=config.get_str("routing.workspace.strategy", "worktree"),
+            git_binary=config.get_str("routing.workspace.gitBinary", "git") or "git",
+            clone_protocol=config.get_str("routing.workspace.cloneProtocol", "https"),
+            default_host=config.get_str("routing.workspace.defaultHost", "github.com"),
+            repositories=config.get_str_map("routing.workspace.repositories"),
+            timeout=config.get_float("routing.dispatchTimeoutSeconds", 1800.0),
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.root is not None
+
+    def source_url(self, ref: WorkItemRef) -> str:
+        """Where ``ref``'s repository is cloned from: the mapping, else the host's URL."""
+        mapped = self.repositories.get(ref.repository)
+        if mapped:
+            return os.path.expanduser(mapped) if mapped.startswith("~") else mapped
+        host = self._host(ref)
+        if self.clone_protocol == "ssh":
+            return f"git@{host}:{ref.owner}/{ref.repo}.git"
+        return f"https://{host}/{ref.owner}/{ref.repo}.git"
+
+    def checkout_path(self, ref: WorkItemRef, strategy: str | None = None) -> Path:
+        """Where ``ref``'s checkout lives under ``strategy`` (default: the configured one)."""
+        root = self._require_root()
+        host, owner, repo, slug = self._components(ref)
+        if (strategy or self.strategy) == "clone":
+            return root / WORK_ITEMS_DIR / slug / host / owner / repo
+        return root / WORKTREES_DIR / host / owner / repo / slug
+
+    def checkout_paths(self, ref: WorkItemRef) -> list[Path]:
+        """Where ``ref``'s checkout(s) would be under either strategy; empty when disabled."""
+        if not self.enabled:
+            return []
+        return [self.checkout_path(ref, strategy) for strategy in STRATEGIES]
+
+    def shared_clone_path(self, ref: WorkItemRef) -> Path:
+        """The worktree strategy's shared clone of ``ref``'s repository."""
+        host, owner, repo, _ = self._components(ref)
+        return self._require_root() / host / owner / repo
+
+    def contains(self, path: Path) -> bool:
+        """True when ``path`` lies strictly inside ``root``, no symlink on the way."""
+        if self.root is None:
+            return False
+        try:
+            self._checked(path)
+        except DispatchError:
+            return False
+        return True
+
+    def prepare(self, ref: WorkItemRef, *, branch: str | None = None) -> Checkout:
+        """Create ``ref``'s checkout at the default branch or at ``branch`` (a local branch
+        tracking ``origin/<branch>``); an existing checkout is reused as it is.
+
+        On failure the checkout and a shared clone this call made are removed (empty
+        directories shared with other repositories may stay), then ``DispatchError``
+        is raised (a missing branch included).
+        """
+        if branch is not None and _BRANCH_REFUSED.search(branch):
+            raise DispatchError(f"refusing branch name {branch!r}")
+        path = self._checked(self.checkout_path(ref))
+        with locked(self._scope(path)[0]):
+            if path.exists() or path.is_symlink():
+                if not (path / ".git").exists():
+                    raise DispatchError(
+                        f"{path} exists but is not a git checkout; "
+                        f"run `the-loop sessions cleanup --work-item {ref.ref}` first"
+                    )
+                return Checkout(path, created=False, strategy=self.strategy)
+            if self.strategy == "clone":
+                self._clone_checkout(ref, path, branch)
+            else:
+                self._worktree_checkout(ref, path, branch)
+        return Checkout(path, created=True, strategy=self.strategy)
+
+    def remove(self, path: Path) -> bool:
+        """Remove the checkout at ``path``; True exactly when one was there and is now gone.
+
+        A worktree is removed through git (``worktree remove --force``, the
+        directory if still there, ``worktree prune``); a clone folder is deleted.
+        A path that is already gone is False. ``OSError`` propagates.
+        """
+        path = self._checked(path)
+        with locked(self._scope(path)[0]):
+            shared = self._shared_clone_of(path)
+            existed = path.exists() or path.is_symlink()
+            if existed and shared is not None and (shared / ".git").exists():
+                self._git(shared, "worktree", "remove", "--force", str(path), check=False)
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.exists():
+                shutil.rmtree(path)
+            if shared is not None and (shared / ".git").exists():
+                self._git(shared, "worktree", "prune", check=False)
+            self._remove_empty_parents(path)
+        return existed and not (path.exists() or path.is_symlink())
+
+    def status(self, path: Path) -> CheckoutStatus:
+        """Uncommitted files and commits on HEAD that no remote-tracking branch holds."""
+        path = self._checked(path)
+        porcelain = self._git(path, "status", "--porcelain", "--untracked-files=all").stdout
+        uncommitted = sum(1 for line in porcelain.splitlines() if line.strip())
+        count = self._git(path, "rev-list", "--count", "HEAD", "--not", "--remotes").stdout
+        return CheckoutStatus(uncommitted_files=uncommitted, unpushed_commits=int(count.strip()))
+
+    # -- preparing -----------------------------------------------------------------
+
+    def _clone_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> None:
+        branch_args = ["--branch", branch] if branch else []
+        with self._undo_on_failure(path):
+            url = self.source_url(ref)
+            self._git(None, "clone", *branch_args, "--", url, str(path))
+
+    def _worktree_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> None:
+        shared = self._checked(self.shared_clone_path(ref))
+        url = self.source_url(ref)
+        with self._undo_on_failure(shared):
+            if (shared / ".git").exists():
+                self._git(shared, "fetch", "--prune", "origin")
+            elif shared.exists():
+                raise DispatchError(f"{shared} exists but is not a git clone; remove it first")
+            else:
+                self._git(None, "clone", "--no-checkout", "--", url, str(shared))
+            start = self._start_point(shared, url, branch)
+            with self._undo_on_failure(path, prune=shared):
+                if branch:
+                    args = ["--track", "-B", branch, str(path), start]
+                else:
+                    args = ["--detach", str(path), start]
+                self._git(shared, "worktree", "add", *args)
+
+    def _start_point(self, shared: Path, url: str, branch: str | None) -> str:
+        """``origin/<branch>``, or the remote's default branch (``origin/HEAD``)."""
+        if branch:
+            start = f"origin/{branch}"
+            if not self._has_commit(shared, start):
+                raise DispatchError(f"branch {branch!r} does not exist in {url}")
+            return start
+        if not self._has_commit(shared, "origin/HEAD"):
+            self._git(shared, "remote", "set-head", "origin", "--auto")
+        return "origin/HEAD"
+
+    def _has_commit(self, repository: Path, name: str) -> bool:
+        found = self._git(
+            repository,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"refs/remotes/{name}^{{commit}}",
+            check=False,
+        )
+        return found.returncode == 0
+
+    @contextmanager
+    def _undo_on_failure(self, path: Path, *, prune: Path | None = None) -> Generator[None]:
+        """When the block raises, remove ``path`` if it was made there, then its empty parents."""
+        existed = path.exists() or path.is_symlink()
+        try:
+            yield
+        except BaseException:
+            if not existed:
+                if path.exists():
+                    shutil.rmtree(path)
+                if prune is not None:
+                    self._git(prune, "worktree", "prune", check=False)
+                self._remove_empty_parents(path)
+            raise
+
+    # -- paths and locks -------------------------------------------------------------
+
+    def _require_root(self) -> Path:
+        if self.root is None:
+            raise DispatchError("workspaces are disabled: set routing.workspace.root")
+        return self.root
+
+    def _real_root(self) -> Path:
+        return Path(os.path.realpath(self._require_root()))
+
+    def _host(self, ref: WorkItemRef) -> str:
+        return ref.host or self.default_host
+
+    def _components(self, ref: WorkItemRef) -> tuple[str, str, str, str]:
+        host = _component(self._host(ref), "host")
+        return (
+            host,
+            _component(ref.owner, "owner"),
+            _component(ref.repo, "repository"),
+            _component(ref.slug, "slug"),
+        )
+
+    def _checked(self, path: Path) -> Path:
+        """``path`` made absolute; ``DispatchError`` unless it lies inside ``root``, no symlinks."""
+        root = self._require_root()
+        absolute = Path(os.path.abspath(path))
+        if absolute == root or not absolute.is_relative_to(root):
+            raise DispatchError(f"refusing {path}: it is not inside the workspace root {root}")
+        expected = self._real_root().joinpath(*absolute.relative_to(root).parts)
+        if Path(os.path.realpath(absolute)) != expected:
+            raise DispatchError(f"refusing {path}: a symbolic link leads out of place")
+        return absolute
+
+    def _scope(self, path: Path) -> tuple[Path, Path]:
+        """``(lock file, top directory)`` for a checkout path; ``DispatchError`` for any other."""
+        root = self._require_root()
+        parts = path.relative_to(root).parts
+        if len(parts) == 5 and parts[0] == WORKTREES_DIR:
+            return self._lock_file(*parts[1:4]), root.joinpath(*parts[:4])
+        if len(parts) == 5 and parts[0] == WORK_ITEMS_DIR:
+            return root / LOCKS_DIR / WORK_ITEMS_DIR / f"{parts[1]}.lock", root.joinpath(*parts[:2])
+        raise DispatchError(f"refusing {path}: it is not a work-item checkout")
+
+    def _lock_file(self, host: str, owner: str, repo: str) -> Path:
+        return self._require_root() / LOCKS_DIR / host / owner / f"{repo}.lock"
+
+    def _shared_clone_of(self, path: Path) -> Path | None:
+        parts = path.relative_to(self._require_root()).parts
+        if parts[0] != WORKTREES_DIR:
+            return None
+        return self._require_root().joinpath(*parts[1:4])
+
+    def _remove_empty_parents(self, path: Path) -> None:
+        """Remove empty directories above ``path`` up to its lock scope's top directory."""
+        try:
+            _, top = self._scope(path)
+        except DispatchError:
+            return  # a shared clone: its parents are shared by other repositories
+        current = path.parent
+        while current.is_relative_to(top):
+            try:
+                current.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return
+            current = current.parent
+
+    def _git(
+        self, repository: Path | None, *args: str, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        location = ["-C", str(repository)] if repository is not None else []
+        argv = [self.git_binary, *location, *args]
+        return self._run(argv, timeout=self.timeout, env=_GIT_ENV, check=check)
+
+
+def _component(value: str, kind: str) -> str:
+    """``value`` when it is one safe path component; ``ValueError`` otherwise."""
+    if not _COMPONENT.match(value) or value in (".", "..") or value.startswith("-"):
+        raise ValueError(f"refusing {kind} {value!r} as a workspace path component")
+    return value
