@@ -42,7 +42,7 @@ EVENT_TYPES: dict[str, str] = {
     "workspace.prepared": "A checkout was prepared for a work item (work_item, path, strategy).",
     "workspace.cleaned": "A work item's checkout was removed (work_item, path).",
     "control.recorded": "An authorized command was recorded in the control section (work_item, "
-    "command, source, actor).",
+    "command, command_source: comment or cli, actor).",
     "comment.posted": "A keyword comment was posted on the ticket (work_item, command).",
     "comment.failed": "Posting a keyword comment failed; the local action stands (work_item, "
     "command, error).",

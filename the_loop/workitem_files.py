@@ -1,0 +1,260 @@
+"""The portable record format: section names, shape checks, reading record files.
+
+Also reads the legacy tree of older releases (``sessions/control/<slug>.json`` and
+``sessions/poll-state.json``), which is never written. :mod:`the_loop.workitem`
+builds the store on top; import the names from there.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import functools
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.state import LegacyLayout
+
+CONTROL = "control"
+POLL = "poll"
+PULL_REQUESTS = "pullRequests"
+CHANNELS = "channels"
+#: Retired: read for items frozen by older releases, never written (only cleared).
+GRAPH = "graph"
+#: The writable sections, in file order.
+SECTIONS = (CONTROL, POLL, PULL_REQUESTS, CHANNELS)
+#: Every section a record may hold, in file order.
+READABLE_SECTIONS = (*SECTIONS, GRAPH)
+INDEX_FILE = "index.json"
+SEALED = "sealed"
+#: Sections that fall back to the legacy tree while absent from an unsealed record.
+FALLBACK_SECTIONS = (CONTROL, POLL)
+#: Sections that are maps (one object per key); an empty map holds nothing.
+MAP_SECTIONS = (PULL_REQUESTS, CHANNELS)
+#: The keys of a record that are not sections.
+HEAD_KEYS = ("ref", "url", SEALED)
+
+Section = dict[str, Any]
+RefLike = WorkItemRef | str
+
+
+@dataclass(frozen=True)
+class LoadedRecord:
+    """One file as read: status ``absent|ok|unreadable|stranger|foreign`` and its record.
+
+    ``record`` is the parsed object only when ``ok``; ``item`` is the ref the file
+    names whenever it names a valid one (even when the rest is malformed).
+    """
+
+    status: str
+    record: Section
+    item: WorkItemRef | None = None
+    problem: str = ""
+
+
+ABSENT = LoadedRecord("absent", {})
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """One readable record as the index lists it."""
+
+    ref: str
+    url: str
+    file: str
+    sections: tuple[str, ...]
+    pull_requests: tuple[str, ...]
+    sealed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``index.json`` entry (state.md §5)."""
+        entry: dict[str, Any] = {"ref": self.ref}
+        if self.url:
+            entry["url"] = self.url
+        entry["file"] = self.file
+        entry["sections"] = list(self.sections)
+        if self.pull_requests:
+            entry["pullRequests"] = list(self.pull_requests)
+        if self.sealed:
+            entry[SEALED] = True
+        return entry
+
+
+def as_ref(ref: RefLike) -> WorkItemRef:
+    """``ref`` itself, or parsed (``ValueError`` for a bad ref)."""
+    return ref if isinstance(ref, WorkItemRef) else WorkItemRef.parse(ref)
+
+
+def parse_ref(value: object) -> WorkItemRef | None:
+    """The ref ``value`` spells, or None when it is not a valid ref string."""
+    return _parse_text(value) if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_text(value: str) -> WorkItemRef | None:
+    # Pure and immutable: a listing of 10,000 records parses each stored ref once.
+    try:
+        return WorkItemRef.parse(value)
+    except ValueError:
+        return None
+
+
+def holds(name: str, value: object) -> bool:
+    """Whether a section value holds an object (an empty map holds nothing)."""
+    if not isinstance(value, dict):
+        return False
+    return name not in MAP_SECTIONS or len(cast(Section, value)) > 0
+
+
+def read_object(path: Path) -> tuple[str, object, str]:
+    """``(status, parsed JSON, problem)`` with one open; symlinks and non-files are strangers."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return "absent", None, ""
+    except OSError as error:
+        status = "stranger" if error.errno == errno.ELOOP else "unreadable"
+        return status, None, f"it cannot be opened ({error.strerror})"
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return "stranger", None, "it is not a regular file"
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return "ok", json.load(handle), ""
+        except (ValueError, OSError) as error:
+            return "unreadable", None, f"it is not valid JSON ({error})"
+
+
+def section_problem(name: str, value: object) -> str:
+    """Why ``value`` cannot be section ``name`` (an object or null; map entries objects)."""
+    if value is None:
+        return ""
+    if not isinstance(value, dict):
+        return f"its {name!r} section is not an object"
+    entries = cast(Section, value).values()
+    if name in MAP_SECTIONS and not all(isinstance(entry, dict) for entry in entries):
+        return f"an entry of its {name!r} section is not an object"
+    return ""
+
+
+def load_record(path: Path) -> LoadedRecord:
+    """Read one portable record file (one ``open`` + ``json.load``), checking its shape."""
+    status, data, problem = read_object(path)
+    if status == "absent":
+        return ABSENT
+    if status != "ok":
+        return LoadedRecord(status, {}, problem=problem)
+    if not isinstance(data, dict):
+        return LoadedRecord("unreadable", {}, problem="it is not a JSON object")
+    record = cast(Section, data)
+    item = parse_ref(record.get("ref"))
+    if item is None:
+        return LoadedRecord("unreadable", {}, problem="it names no valid work item")
+    problems = [section_problem(name, record.get(name)) for name in READABLE_SECTIONS]
+    if not isinstance(record.get(SEALED, False), bool):
+        problems.append("its 'sealed' flag is not a boolean")
+    problem = next((text for text in problems if text), "")
+    return LoadedRecord("unreadable" if problem else "ok", {} if problem else record, item, problem)
+
+
+def check_writable(name: str, value: object) -> None:
+    """Raise ``ValueError`` unless ``value`` may be written as section ``name``."""
+    if name == GRAPH:
+        if value is not None:
+            raise ValueError("the retired 'graph' section is never written (it may be cleared)")
+        return
+    if name not in SECTIONS:
+        raise ValueError(f"unknown section {name!r}; expected one of {SECTIONS}")
+    problem = section_problem(name, value)
+    if problem:
+        raise ValueError(f"cannot write section {name!r}: {problem}")
+
+
+def summarize(item: WorkItemRef, file: str, record: Section) -> RecordSummary:
+    """The index entry of a readable record."""
+    ledgers = cast(Section, record.get(PULL_REQUESTS) or {})
+    pull_requests = sorted({pr.ref for pr in map(parse_ref, ledgers) if pr is not None})
+    return RecordSummary(
+        ref=item.ref,
+        url=item.url,
+        file=file,
+        sections=tuple(name for name in READABLE_SECTIONS if holds(name, record.get(name))),
+        pull_requests=tuple(pull_requests),
+        sealed=record.get(SEALED) is True,
+    )
+
+
+def ledger_key(ledgers: Mapping[str, Any], pr: WorkItemRef) -> str | None:
+    """The key of ``pr``'s entry in a ``pullRequests`` map, whatever its spelling."""
+    if pr.ref in ledgers:
+        return pr.ref
+    return next((key for key in ledgers if parse_ref(key) == pr), None)
+
+
+class LegacyTree:
+    """The read-only tree of older releases: control files and the shared poll-state file."""
+
+    def __init__(self, layout: LegacyLayout | None) -> None:
+        self.layout = layout
+        self._poll_stamp: tuple[int, ...] | None = None
+        self._poll_items: dict[str, Section] = {}
+
+    def sections_for(self, item: WorkItemRef) -> dict[str, Section]:
+        """The legacy ``control`` / ``poll`` objects held for ``item`` (fresh copies)."""
+        if self.layout is None:
+            return {}
+        found: dict[str, Section] = {}
+        control = self._control(self.layout, item)
+        if control is not None:
+            found[CONTROL] = control
+        poll = self._poll_items_now(self.layout).get(item.ref)
+        if poll is not None:
+            found[POLL] = copy.deepcopy(poll)
+        return found
+
+    @staticmethod
+    def _control(layout: LegacyLayout, item: WorkItemRef) -> Section | None:
+        # A control file counts only when it stores this very ref (slugs collide).
+        for slug in (item.slug, item.disambiguated_slug):
+            status, data, _ = read_object(layout.control_dir / f"{slug}.json")
+            if status != "ok" or not isinstance(data, dict):
+                continue
+            record = cast(Section, data)
+            if parse_ref(record.get("ref", record.get("workItem"))) == item:
+                return record
+        return None
+
+    def _poll_items_now(self, layout: LegacyLayout) -> dict[str, Section]:
+        # The shared file holds every item: parse it once per change, not once per item.
+        try:
+            info = os.stat(layout.poll_state)
+        except OSError:
+            return {}
+        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if stamp != self._poll_stamp:
+            self._poll_items = _parse_poll_items(layout.poll_state)
+            self._poll_stamp = stamp
+        return self._poll_items
+
+
+def _parse_poll_items(path: Path) -> dict[str, Section]:
+    status, data, _ = read_object(path)
+    items = cast(Section, data).get("items") if status == "ok" and isinstance(data, dict) else None
+    if not isinstance(items, dict):
+        return {}
+    parsed: dict[str, Section] = {}
+    for key, value in cast(Section, items).items():
+        item = parse_ref(key)
+        if item is not None and isinstance(value, dict):
+            parsed.setdefault(item.ref, cast(Section, value))
+    return parsed
