@@ -1,0 +1,202 @@
+"""Reset a work item: forget everything this machine remembers about it.
+
+Pure orchestration over injected collaborators (seed design 000): end a live
+session through the one close path, forget the session record, then clear
+every portable section reset owns through ``WorkItemStore.write_sections`` so
+the seal-vs-delete rule holds. Nothing is removed here by any other means,
+and every failure becomes an entry in ``errors``, never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from the_loop.eventlog import EventLog
+from the_loop.fsio import DirectorySyncs
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.sessions.registry import SessionRegistry
+from the_loop.sessions.session import Session
+from the_loop.workitem import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
+
+WORKSPACE = "workspace"
+SESSION = "session"
+#: An unreadable portable record: counted as found and removed, never parsed.
+RECORD = "record"
+#: The portable sections a reset clears, in removal order.
+RESET_SECTIONS = (CONTROL, POLL, PULL_REQUESTS, CHANNELS)
+#: The pieces of state a reset can remove, in removal order.
+PIECES = (WORKSPACE, SESSION, *RESET_SECTIONS, RECORD)
+
+#: Ends a live session; returns True exactly when a workspace checkout was removed.
+CloseSession = Callable[[Session], bool]
+
+
+@dataclass(frozen=True)
+class ResetOutcome:
+    """What a reset of one work item did (or, on a dry run, would do).
+
+    ``removed`` is a subset of ``PIECES`` in removal order; ``was_live`` says a
+    running or paused session was found; ``ended`` that it was really ended.
+    """
+
+    ref: str
+    removed: tuple[str, ...] = ()
+    was_live: bool = False
+    errors: tuple[str, ...] = ()
+    dry_run: bool = False
+    ended: bool = False
+    harness: str = ""
+
+    @property
+    def found(self) -> bool:
+        """Was there anything to reset? A failure counts, so it is never masked."""
+        return bool(self.removed) or self.was_live or bool(self.errors)
+
+    @property
+    def ok(self) -> bool:
+        """Found, and nothing failed."""
+        return self.found and not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "found": self.found,
+            "ok": self.ok,
+            "removed": list(self.removed),
+            "wasLive": self.was_live,
+            "ended": self.ended,
+            "harness": self.harness,
+            "errors": list(self.errors),
+            "dryRun": self.dry_run,
+        }
+
+
+@dataclass
+class _Progress:
+    removed: list[str] = field(default_factory=list[str])
+    errors: list[str] = field(default_factory=list[str])
+    ended: bool = False
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        where = f" ({error.filename})" if error.filename else ""
+        return f"{error.strerror}{where}"
+    return str(error) or type(error).__name__
+
+
+def _end_session(session: Session, close: CloseSession, progress: _Progress) -> None:
+    try:
+        checkout_removed = close(session)
+    except Exception as error:  # a raising close is reported; the records still go
+        progress.errors.append(f"could not end the session: {_describe(error)}")
+        return
+    progress.ended = True
+    if checkout_removed:
+        progress.removed.append(WORKSPACE)
+
+
+def _forget_record(
+    item: WorkItemRef, registry: SessionRegistry, syncs: DirectorySyncs | None, progress: _Progress
+) -> None:
+    try:
+        if registry.forget(item, syncs=syncs):
+            progress.removed.append(SESSION)
+    except OSError as error:
+        progress.errors.append(f"could not remove the session record: {_describe(error)}")
+
+
+def _clear_sections(
+    item: WorkItemRef, store: WorkItemStore, syncs: DirectorySyncs | None, progress: _Progress
+) -> None:
+    try:
+        result = store.write_sections(item, dict.fromkeys(RESET_SECTIONS), syncs=syncs)
+    except (OSError, ValueError) as error:
+        progress.errors.append(f"could not clear the work-item record: {_describe(error)}")
+        return
+    progress.removed.extend(name for name in RESET_SECTIONS if name in result.removed)
+    if result.replaced_unreadable and result.action in ("deleted", "sealed"):
+        progress.removed.append(RECORD)
+
+
+def _planned_sections(item: WorkItemRef, store: WorkItemStore) -> list[str]:
+    if store.record_status(item) == "unreadable":
+        return [RECORD]
+    return [name for name in RESET_SECTIONS if store.section(item, name)]
+
+
+def _lookup(
+    item: WorkItemRef, registry: SessionRegistry, progress: _Progress
+) -> tuple[str, Session | None]:
+    try:
+        status = registry.record_status(item)
+        session = registry.find_by_work_item(item, include_closed=True) if status == "ok" else None
+    except OSError as error:
+        progress.errors.append(f"could not read the session record: {_describe(error)}")
+        return "absent", None
+    return status, session
+
+
+def reset_work_item(
+    item: WorkItemRef,
+    *,
+    registry: SessionRegistry,
+    store: WorkItemStore,
+    close: CloseSession | None = None,
+    dry_run: bool = False,
+    actor: str = "",
+    events: EventLog | None = None,
+    syncs: DirectorySyncs | None = None,
+) -> ResetOutcome:
+    """Reset ``item``: close a live session, forget its record, clear its portable sections.
+
+    ``close`` None means "do not close" (a dry run, or no dispatcher): a live
+    session is still reported as ``was_live`` but not ``ended``. A dry run
+    changes nothing and emits nothing; a real run emits one ``session.reset``.
+    """
+    progress = _Progress()
+    status, session = _lookup(item, registry, progress)
+    was_live = session is not None and session.is_live
+    harness = session.harness if session is not None else ""
+    if dry_run:
+        if status != "absent":
+            progress.removed.append(SESSION)
+        progress.removed.extend(_planned_sections(item, store))
+    else:
+        if was_live and close is not None and session is not None:
+            _end_session(session, close, progress)
+        if status != "absent":
+            _forget_record(item, registry, syncs, progress)
+        _clear_sections(item, store, syncs, progress)
+    outcome = ResetOutcome(
+        ref=item.ref,
+        removed=tuple(piece for piece in PIECES if piece in progress.removed),
+        was_live=was_live,
+        errors=tuple(progress.errors),
+        dry_run=dry_run,
+        ended=progress.ended,
+        harness=harness,
+    )
+    if events is not None and not dry_run:
+        events.emit(
+            "session.reset",
+            work_item=item.ref,
+            actor=actor,
+            removed=list(outcome.removed),
+            was_live=outcome.was_live,
+            ended=outcome.ended,
+            found=outcome.found,
+            error="; ".join(outcome.errors),
+        )
+    return outcome
+
+
+def work_items_with_state(registry: SessionRegistry, store: WorkItemStore) -> list[WorkItemRef]:
+    """Every work item with a session record or a portable section reset owns, sorted, once."""
+    refs = set(registry.refs())
+    for summary in store.summaries():
+        if any(name in RESET_SECTIONS for name in summary.sections):
+            refs.add(summary.ref)
+    return sorted((WorkItemRef.parse(ref) for ref in refs), key=lambda item: item.ref)
