@@ -328,3 +328,14 @@ def test_slug_colliding_refs_never_affect_each_other(root: Root) -> None:
     assert root.registry.find_by_work_item(first, include_closed=True) is not None
     assert root.control.get(first) is not None
     assert root.reset(first).removed == (SESSION, CONTROL, POLL)
+
+
+def test_items_only_in_the_legacy_tree_are_enumerated_until_sealed(root: Root) -> None:
+    """Unit: --all covers a v1 root's legacy-only items, and not again once sealed."""
+    _legacy_control(root, ITEM)
+    legacy_poll = legacy_layout(root.layout).poll_state
+    legacy_poll.write_text(json.dumps({"items": {OTHER.ref: {"seenComments": ["x"]}}}))
+    assert work_items_with_state(root.registry, root.store) == [ITEM, OTHER]
+    assert root.reset(ITEM).removed == (CONTROL,)
+    assert root.reset(OTHER).removed == (POLL,)
+    assert work_items_with_state(root.registry, root.store) == []

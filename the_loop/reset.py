@@ -194,9 +194,16 @@ def reset_work_item(
 
 
 def work_items_with_state(registry: SessionRegistry, store: WorkItemStore) -> list[WorkItemRef]:
-    """Every work item with a session record or a portable section reset owns, sorted, once."""
+    """Every work item with a session record or a section reset owns, sorted, once.
+
+    Sections still only in the legacy tree count while a read would return
+    them (a sealed record hides them, so a reset item is not listed again).
+    """
     refs = set(registry.refs())
     for summary in store.summaries():
         if any(name in RESET_SECTIONS for name in summary.sections):
             refs.add(summary.ref)
+    for ref in store.legacy_refs() - refs:
+        if store.section(ref, CONTROL) is not None or store.section(ref, POLL) is not None:
+            refs.add(ref)
     return sorted((WorkItemRef.parse(ref) for ref in refs), key=lambda item: item.ref)

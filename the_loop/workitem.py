@@ -158,6 +158,10 @@ class WorkItemStore:
         """Whether the legacy tree still holds a control record or poll ledger for ``ref``."""
         return bool(self._legacy.sections_for(as_ref(ref)))
 
+    def legacy_refs(self) -> set[str]:
+        """Refs the read-only legacy tree still holds something for (sealed or not)."""
+        return self._legacy.refs()
+
     def refs(self) -> dict[str, Path]:
         """Canonical ref -> file of every readable record, sealed ones included.
 

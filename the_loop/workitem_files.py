@@ -222,6 +222,26 @@ class LegacyTree:
             found[POLL] = copy.deepcopy(poll)
         return found
 
+    def refs(self) -> set[str]:
+        """Every ref the legacy tree holds a control record or poll ledger for."""
+        if self.layout is None:
+            return set()
+        found = set(self._poll_items_now(self.layout))
+        try:
+            names = sorted(os.listdir(self.layout.control_dir))
+        except OSError:
+            names = []
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            status, data, _ = read_object(self.layout.control_dir / name)
+            if status == "ok" and isinstance(data, dict):
+                record = cast(Section, data)
+                item = parse_ref(record.get("ref", record.get("workItem")))
+                if item is not None:
+                    found.add(item.ref)
+        return found
+
     @staticmethod
     def _control(layout: LegacyLayout, item: WorkItemRef) -> Section | None:
         # A control file counts only when it stores this very ref (slugs collide).
