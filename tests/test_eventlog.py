@@ -102,3 +102,16 @@ def test_every_emit_call_names_its_event_with_a_literal() -> None:
                 and node.args
             ):
                 assert isinstance(node.args[0], ast.Constant), f"{source}:{node.lineno}"
+
+
+def test_no_emit_call_passes_an_envelope_key_as_a_field() -> None:
+    for source in PACKAGE.rglob("*.py"):
+        tree = ast.parse(source.read_text(), filename=str(source))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "emit"
+            ):
+                names = {keyword.arg for keyword in node.keywords} - {"level"}
+                assert not names & set(ENVELOPE_KEYS), f"{source}:{node.lineno}"

@@ -35,7 +35,8 @@ EVENT_TYPES: dict[str, str] = {
     "session.pr_linked": "A pull request was linked to a work item's session record "
     "(work_item, pull_request).",
     "session.cleaned": "Every local resource of a work item was released (work_item, actor, "
-    "tmux_killed, checkout_removed, record_removed).",
+    "command_source, tmux_killed, checkout_removed, checkouts, record_removed, control_recorded, "
+    "errors).",
     "session.reset": "A work item's local CLI state was reset (work_item, actor, removed: the "
     "pieces erased — workspace|session|control|poll|pullRequests|channels, empty when nothing "
     "was found; was_live; found; error).",

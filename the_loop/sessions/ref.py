@@ -16,10 +16,9 @@ EXPECTED_SHAPE = "<provider>:[<host>/]<owner>/<repo>#<number>, e.g. github:octo/
 
 _PROVIDER = re.compile(r"[a-z][a-z0-9-]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
-_HOST = re.compile(
-    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
-    r"(?::[0-9]{1,5})?\Z"
-)
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+#: A host segment is a dotted name (``ghe.corp.example``) or ``name:port``.
+_HOST = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})+(?::[0-9]{{1,5}})?|{_LABEL}:[0-9]{{1,5}})\Z")
 _NUMBER = re.compile(r"[0-9]+\Z")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -69,7 +68,7 @@ class WorkItemRef:
         if len(segments) == 3:
             host, owner, repo = segments
             if not _HOST.match(host):
-                raise _refuse(text, f"host {host!r} is not a host name")
+                raise _refuse(text, f"host {host!r} is not a dotted host name or name:port")
             host = host.lower()
         elif len(segments) == 2:
             host = ""

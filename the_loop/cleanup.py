@@ -1,0 +1,178 @@
+"""Release every local resource of a work item: tmux sessions, checkouts, the session record.
+
+Pure orchestration over injected collaborators (``dispatcher.md`` § cleanup): the
+retention settings do not apply, the session record goes (its channel cursors with
+it), ``cleanup`` is recorded in control, and every other portable section is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from the_loop.control import CLEANUP, SOURCES
+from the_loop.errors import TheLoopError
+from the_loop.sessions.ref import WorkItemRef, tmux_session_name
+
+if TYPE_CHECKING:
+    from the_loop.control import ControlStore
+    from the_loop.eventlog import EventLog
+    from the_loop.sessions.registry import SessionRegistry
+    from the_loop.sessions.session import Session
+
+#: Ends one tmux session (harness first); True when a session was there and is now gone.
+EndSession = Callable[[str], bool]
+#: Removes the work item's checkout(s); the paths removed.
+RemoveCheckout = Callable[[WorkItemRef], list[str]]
+#: Finds the checkout(s) a removal would take (used by a dry run only).
+FindCheckouts = Callable[[WorkItemRef], list[str]]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class CleanupOutcome:
+    """What a cleanup did (or, on a dry run, would do) for one work item."""
+
+    ref: str
+    tmux_killed: tuple[str, ...] = ()
+    checkouts_removed: tuple[str, ...] = ()
+    record_removed: bool = False
+    control_recorded: bool = False
+    errors: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "tmuxKilled": list(self.tmux_killed),
+            "checkoutsRemoved": list(self.checkouts_removed),
+            "recordRemoved": self.record_removed,
+            "controlRecorded": self.control_recorded,
+            "errors": list(self.errors),
+            "dryRun": self.dry_run,
+        }
+
+
+def tmux_names(ref: WorkItemRef, record: Session | None, *, record_stem: str = "") -> list[str]:
+    """The tmux sessions to end: each PR endpoint's target, then the item's, then the name
+    derived from the ref alone (``loop-<record file stem>``, default ``loop-<slug>``)."""
+    names: list[str] = []
+    if record is not None:
+        names += [pr.tmux_target for pr in record.pull_requests if pr.tmux_target]
+        names += [record.tmux_target] if record.tmux_target else []
+    names.append(tmux_session_name(record_stem or ref.slug))
+    return list(dict.fromkeys(names))
+
+
+def cleanup_work_item(
+    ref: WorkItemRef,
+    *,
+    registry: SessionRegistry,
+    end_session: EndSession | None = None,
+    remove_checkout: RemoveCheckout | None = None,
+    dry_run: bool = False,
+    actor: str = "",
+    source: str = "",
+    events: EventLog | None = None,
+    control: ControlStore | None = None,
+    find_checkouts: FindCheckouts | None = None,
+) -> CleanupOutcome:
+    """End every tmux session, remove the checkout(s), close and forget the record, record
+    ``cleanup`` in ``control`` and emit ``session.cleaned``, in that order.
+
+    Every ``OSError``/``TheLoopError`` becomes an entry in ``errors`` and the other steps
+    go on. A dry run changes nothing and emits nothing: it reports the tmux names it would
+    end, the checkouts ``find_checkouts`` finds, and what else it would do.
+    """
+    source = source or "cli"
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}; expected cli or comment")
+    record = registry.find_by_work_item(ref, include_closed=True)
+    names = tmux_names(ref, record, record_stem=registry.path_for(ref).stem)
+    if dry_run:
+        return _planned(ref, registry, names, control, find_checkouts)
+    errors: list[str] = []
+    killed = _end_sessions(names, end_session, errors)
+    removed = _attempt(errors, "checkout", lambda: remove_checkout(ref) if remove_checkout else [])
+    record_removed = _attempt(errors, "session record", lambda: _drop_record(registry, ref))
+    recorded = control is not None and _attempt(
+        errors, "control", lambda: bool(control.record(ref, CLEANUP, source, actor))
+    )
+    outcome = CleanupOutcome(
+        ref=ref.ref,
+        tmux_killed=tuple(killed),
+        checkouts_removed=tuple(removed or ()),
+        record_removed=bool(record_removed),
+        control_recorded=bool(recorded),
+        errors=tuple(errors),
+    )
+    if events is not None:
+        _emit_cleaned(events, outcome, actor=actor, source=source)
+    return outcome
+
+
+def _emit_cleaned(events: EventLog, outcome: CleanupOutcome, *, actor: str, source: str) -> None:
+    events.emit(
+        "session.cleaned",
+        level="error" if outcome.errors else "info",
+        work_item=outcome.ref,
+        actor=actor,
+        command_source=source,
+        tmux_killed=list(outcome.tmux_killed),
+        checkout_removed=bool(outcome.checkouts_removed),
+        checkouts=list(outcome.checkouts_removed),
+        record_removed=outcome.record_removed,
+        control_recorded=outcome.control_recorded,
+        errors=list(outcome.errors),
+    )
+
+
+def _planned(
+    ref: WorkItemRef,
+    registry: SessionRegistry,
+    names: list[str],
+    control: ControlStore | None,
+    find_checkouts: FindCheckouts | None,
+) -> CleanupOutcome:
+    """The dry-run report: nothing is ended, removed, written or emitted."""
+    errors: list[str] = []
+    found = _attempt(errors, "checkout", lambda: find_checkouts(ref) if find_checkouts else [])
+    return CleanupOutcome(
+        ref=ref.ref,
+        tmux_killed=tuple(names),
+        checkouts_removed=tuple(found or ()),
+        record_removed=registry.record_status(ref) != "absent",
+        control_recorded=control is not None,
+        errors=tuple(errors),
+        dry_run=True,
+    )
+
+
+def _end_sessions(names: list[str], end_session: EndSession | None, errors: list[str]) -> list[str]:
+    """End each session in order; the names of those that were there and are now gone."""
+    if end_session is None:
+        return []
+    ended = [_attempt(errors, f"tmux session {name}", partial(end_session, name)) for name in names]
+    return [name for name, gone in zip(names, ended, strict=True) if gone]
+
+
+def _drop_record(registry: SessionRegistry, ref: WorkItemRef) -> bool:
+    """Close first, so a record that cannot be deleted at least no longer counts as live."""
+    registry.close(ref, reason="cleanup")
+    return registry.forget(ref)
+
+
+def _attempt(errors: list[str], what: str, step: Callable[[], _T]) -> _T | None:
+    """``step()``; an ``OSError``/``TheLoopError`` is appended to ``errors`` as ``what: …``."""
+    try:
+        return step()
+    except (OSError, TheLoopError) as error:
+        errors.append(f"{what}: {error}")
+        return None

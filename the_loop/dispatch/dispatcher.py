@@ -1,0 +1,403 @@
+"""The dispatcher: spawn, resume, close and clean up a work item's sessions for real.
+
+It composes the stores (session registry, control store) with the process layer
+(tmux, git checkouts, harness adapters). ``close_session`` is the one close path
+shared by ``stop``, ``close`` and ``reset``; ``cleanup_work_item`` the unconditional
+release. See ``dispatcher.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from the_loop.cleanup import CleanupOutcome, cleanup_work_item
+from the_loop.control import START, ControlRecord
+from the_loop.dispatch.settings import DispatchSettings
+from the_loop.dispatch.teardown import STEP_ERRORS, SessionCloseError, Teardown
+from the_loop.errors import TheLoopError
+from the_loop.graph.state import FrozenChoices, WorkItemStateFile, resolve_frozen_choices
+from the_loop.sessions.ref import WorkItemRef, tmux_session_name
+from the_loop.sessions.session import Session
+
+if TYPE_CHECKING:
+    from the_loop.config import Config
+    from the_loop.control import ControlStore
+    from the_loop.dispatch.harnesses import Harness
+    from the_loop.dispatch.tmux import TmuxRunner
+    from the_loop.dispatch.workspace import Checkout, Workspace
+    from the_loop.eventlog import EventLog
+    from the_loop.sessions.registry import SessionRegistry
+    from the_loop.workitem import WorkItemStore
+
+__all__ = ["DispatchSettings", "Dispatcher", "SessionCloseError", "SpawnResult"]
+
+_STEP_NAMES = {
+    "control": "recording the start command",
+    "session record": "checking the session record",
+    "harness": "choosing the harness",
+    "tmux": "starting the harness in tmux",
+    "checkout": "preparing the checkout",
+    "register": "registering the session",
+}
+
+
+@dataclass(frozen=True)
+class SpawnResult:
+    """A spawned session; ``checkout`` is None when workspaces are disabled."""
+
+    session: Session
+    checkout: Path | None
+    created_checkout: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session.to_dict(),
+            "checkout": None if self.checkout is None else str(self.checkout),
+            "createdCheckout": self.created_checkout,
+        }
+
+
+@dataclass
+class _Spawning:
+    """A spawn in progress: the step it is in and what it has created so far."""
+
+    step: str = "control"
+    checkout: Checkout | None = None
+    tmux_target: str = ""
+
+    def result(self, session: Session) -> SpawnResult:
+        checkout = self.checkout
+        return SpawnResult(
+            session=session,
+            checkout=None if checkout is None else checkout.path,
+            created_checkout=checkout is not None and checkout.created,
+        )
+
+
+class Dispatcher:
+    """Spawns, resumes, closes and cleans up sessions; every collaborator is injected.
+
+    Failures raise :class:`TheLoopError` (exit 1) with the sentence the operator reads.
+    Warnings (e.g. an unreadable work-item state file) go to ``on_warning``.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        registry: SessionRegistry,
+        control_store: ControlStore,
+        tmux: TmuxRunner,
+        workspace: Workspace,
+        harnesses: Mapping[str, Harness],
+        events: EventLog | None = None,
+        portable: WorkItemStore | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = DispatchSettings.from_config(config)
+        self.registry = registry
+        self.control_store = control_store
+        self.tmux = tmux
+        self.workspace = workspace
+        self.harnesses = dict(harnesses)
+        self.events = events
+        self.portable = portable if portable is not None else control_store.store
+        self._on_warning = on_warning
+        self.teardown = Teardown(registry, tmux, workspace, self.settings, events)
+
+    # -- spawn and resume ----------------------------------------------------------
+
+    def spawn(
+        self,
+        ref: WorkItemRef,
+        *,
+        harness: str | None = None,
+        prompt: str = "",
+        branch: str | None = None,
+        actor: str = "",
+        record_control: bool = True,
+    ) -> SpawnResult:
+        """Record ``start``, prepare the checkout, start the harness in tmux, register it.
+
+        On any failure everything this call created is undone (its tmux session, a
+        checkout it created), the previous control record is restored,
+        ``session.spawn_failed`` is emitted and :class:`TheLoopError` is raised.
+        """
+        previous = self.control_store.get(ref) if record_control else None
+        progress = _Spawning()
+        try:
+            if record_control:
+                self.control_store.record(ref, START, source="cli", actor=actor)
+            return self._spawn_steps(ref, progress, harness, prompt or self.settings.prompt, branch)
+        except BaseException as error:
+            undo_problems = self._undo_spawn(ref, progress, previous, record_control)
+            what = _STEP_NAMES.get(progress.step, progress.step)
+            message = f"cannot start a session for {ref.ref}: {what} failed: {error}"
+            message += "".join(f"; and {problem}" for problem in undo_problems)
+            if self.events is not None:
+                self.events.emit(
+                    "session.spawn_failed",
+                    "error",
+                    work_item=ref.ref,
+                    error=message,
+                    step=progress.step,
+                )
+            if isinstance(error, STEP_ERRORS):
+                raise TheLoopError(message) from error
+            raise
+
+    def _spawn_steps(
+        self,
+        ref: WorkItemRef,
+        progress: _Spawning,
+        harness: str | None,
+        prompt: str,
+        branch: str | None,
+    ) -> SpawnResult:
+        progress.step = "session record"
+        self._refuse_live_record(ref)
+        progress.step = "harness"
+        harness_name, chosen = self._harness(harness)
+        progress.step = "tmux"
+        target = self._free_tmux_target(ref)
+        progress.step = "checkout"
+        cwd = self._prepare(ref, branch, progress)
+        progress.step = "harness"
+        choices = self.frozen_choices(ref, cwd)
+        session = Session(
+            ref,
+            harness_name,
+            chosen.new_session_id(),
+            cwd=str(cwd),
+            tmux_target=target,
+            model=choices.model,
+            effort=choices.effort,
+        )
+        argv = chosen.start_argv(
+            session_id=session.harness_session_id,
+            work_item=ref,
+            prompt=prompt,
+            model=session.model,
+            effort=session.effort,
+        )
+        progress.step = "tmux"
+        self.tmux.spawn(target, cwd, argv)
+        progress.tmux_target = target
+        progress.step = "register"
+        session = self.registry.register(session)
+        self._emit_spawned(session, session_per_pr=choices.session_per_pr)
+        return progress.result(session)
+
+    def resume_session(self, session: Session, *, actor: str = "") -> Session:
+        """Resume a paused session; restart its harness (resume argv, same id and cwd) when
+        its tmux target is no longer live. Returns the record as it is now.
+
+        Raises :class:`TheLoopError` when there is no live session or the restart fails
+        (a session this call resumed is paused again).
+        """
+        ref = session.work_item
+        record = self.registry.find_by_work_item(ref)
+        if record is None:
+            raise TheLoopError(
+                f"{ref.ref} has no live session to resume; "
+                f"start one with `the-loop sessions start --work-item {ref.ref}`"
+            )
+        resumed = self.registry.resume(ref) if record.is_paused else None
+        record = resumed or record
+        if record.tmux_target and self.liveness(record) in ("dead", "absent"):
+            try:
+                self._restart(record, actor)
+            except STEP_ERRORS as error:
+                if resumed is not None:
+                    self.registry.pause(ref)
+                raise TheLoopError(f"cannot restart the session of {ref.ref}: {error}") from error
+        return self.registry.find_by_work_item(ref) or record
+
+    def _restart(self, record: Session, actor: str) -> None:
+        _, harness = self._harness(record.harness)
+        cwd = Path(record.cwd)
+        if not cwd.is_dir():
+            raise TheLoopError(
+                f"its working directory {cwd} is gone; "
+                f"run `the-loop sessions reset --work-item {record.ref}` and start again"
+            )
+        argv = harness.resume_argv(
+            session_id=record.harness_session_id,
+            work_item=record.work_item,
+            model=record.model,
+            effort=record.effort,
+        )
+        self.tmux.spawn(record.tmux_target, cwd, argv)
+        self._emit_spawned(record, resumed=True, actor=actor)
+
+    # -- close and cleanup -----------------------------------------------------------
+
+    def close_session(
+        self, session: Session, reason: str = "", *, keep_tmux: bool | None = None
+    ) -> bool:
+        """Close the record, end every endpoint's tmux session (kept for its transcript
+        when ``keep_tmux``, default ``routing.tmux.keepSessionOnClose``), remove the
+        checkout(s) unless configured to keep them. True exactly when a checkout was
+        removed; failures raise :class:`SessionCloseError` after the record is closed."""
+        return self.teardown.close(session, reason, keep_tmux=keep_tmux)
+
+    def cleanup_work_item(
+        self, ref: WorkItemRef, *, actor: str = "", source: str = "cli"
+    ) -> CleanupOutcome:
+        """Release every local resource of ``ref`` whatever the retention settings say
+        (see :func:`the_loop.cleanup.cleanup_work_item`); works with no record at all."""
+        return cleanup_work_item(
+            ref,
+            registry=self.registry,
+            end_session=self.teardown.end_tmux_session,
+            remove_checkout=self.teardown.remove_checkouts_of,
+            actor=actor,
+            source=source,
+            events=self.events,
+            control=self.control_store,
+            find_checkouts=self.teardown.existing_checkouts_of,
+        )
+
+    def checkout_paths(self, ref: WorkItemRef, record: Session | None = None) -> list[Path]:
+        """The checkouts a close of ``record`` removes (see :meth:`Teardown.checkout_paths`)."""
+        return self.teardown.checkout_paths(ref, record)
+
+    # -- lookups ---------------------------------------------------------------------
+
+    def tmux_target_for(self, ref: WorkItemRef) -> str:
+        """``loop-<slug>``, or ``loop-<slug>~<hash>`` when the record's name is disambiguated."""
+        return tmux_session_name(self.registry.path_for(ref).stem)
+
+    def frozen_choices(self, ref: WorkItemRef, checkout: Path) -> FrozenChoices:
+        """Per field: the state file in ``checkout``, the retired ``graph`` section, config."""
+        try:
+            from_file = WorkItemStateFile(checkout, ref).frozen_choices()
+        except STEP_ERRORS as error:
+            self._warn(f"{ref.ref}: ignoring the work item state file: {error}")
+            from_file = None
+        graph = self.control_store.frozen_graph(ref)
+        return resolve_frozen_choices(from_file, graph, self.settings.defaults)
+
+    def liveness(self, session: Session) -> str:
+        """``live``, ``dead``, ``absent`` or ``unknown`` of the session's own tmux target."""
+        if not session.tmux_target:
+            return "absent"
+        try:
+            return self.tmux.liveness(session.tmux_target)
+        except ValueError:
+            return "unknown"
+
+    def attach_argv(self, session: Session, *, read_only: bool) -> list[str]:
+        """The argv attaching a terminal to the session's tmux target."""
+        if not session.tmux_target:
+            raise TheLoopError(f"the session of {session.ref} has no tmux session to attach to")
+        try:
+            return self.tmux.attach_argv(session.tmux_target, read_only)
+        except ValueError as error:
+            raise TheLoopError(str(error)) from error
+
+    # -- spawn helpers -------------------------------------------------------------
+
+    def _refuse_live_record(self, ref: WorkItemRef) -> None:
+        existing = self.registry.find_by_work_item(ref)
+        if existing is not None:
+            raise TheLoopError(
+                f"{ref.ref} already has a live {existing.harness} session ({existing.status}); "
+                f"resume it, or run `the-loop sessions reset --work-item {ref.ref}` first"
+            )
+
+    def _free_tmux_target(self, ref: WorkItemRef) -> str:
+        """The item's tmux name, refused while a live tmux session holds it."""
+        target = self.tmux_target_for(ref)
+        if self.tmux.liveness(target) == "live":
+            raise TheLoopError(
+                f"tmux session {target} is already running; "
+                f"run `the-loop sessions reset --work-item {ref.ref}` to end it first"
+            )
+        return target
+
+    def _harness(self, name: str | None) -> tuple[str, Harness]:
+        """The named (default: configured) harness, refused when it cannot run here."""
+        chosen = name or self.settings.default_harness
+        harness = self.harnesses.get(chosen)
+        if harness is None:
+            if chosen == "command":
+                raise TheLoopError(
+                    "the command harness is not configured: set routing.harnesses.command.argv"
+                )
+            known = ", ".join(sorted(self.harnesses)) or "none"
+            raise TheLoopError(f"unknown harness {chosen!r} (configured: {known})")
+        if not harness.available():
+            raise TheLoopError(f"the {chosen} harness cannot run: {harness.binary} is not on PATH")
+        return chosen, harness
+
+    def _prepare(self, ref: WorkItemRef, branch: str | None, progress: _Spawning) -> Path:
+        """The checkout (prepared when workspaces are enabled) or ``routing.spawnWorkdir``."""
+        if not self.workspace.enabled:
+            workdir = Path(os.path.abspath(Path(self.settings.spawn_workdir).expanduser()))
+            if not workdir.is_dir():
+                raise TheLoopError(f"routing.spawnWorkdir {workdir} is not a directory")
+            return workdir
+        checkout = self.workspace.prepare(ref, branch=branch)
+        progress.checkout = checkout
+        if self.events is not None:
+            self.events.emit(
+                "workspace.prepared",
+                work_item=ref.ref,
+                path=str(checkout.path),
+                strategy=checkout.strategy,
+                created=checkout.created,
+            )
+        return checkout.path
+
+    def _undo_spawn(
+        self,
+        ref: WorkItemRef,
+        progress: _Spawning,
+        previous: ControlRecord | None,
+        record_control: bool,
+    ) -> list[str]:
+        """Undo what this spawn created; the problems met (never raised)."""
+        checkout = progress.checkout
+        undo: list[tuple[str, Callable[[], object]]] = []
+        if progress.tmux_target:
+            undo.append(("kill its tmux session", partial(self.tmux.kill, progress.tmux_target)))
+        if checkout is not None and checkout.created:
+            undo.append(("remove its checkout", partial(self.workspace.remove, checkout.path)))
+        if record_control:
+            restore = partial(self.control_store.restore, ref, previous)
+            undo.append(("restore the control record", restore))
+        problems: list[str] = []
+        for what, action in undo:
+            try:
+                action()
+            except STEP_ERRORS as error:
+                problems.append(f"could not {what}: {error}")
+        return problems
+
+    # -- output ----------------------------------------------------------------------
+
+    def _emit_spawned(self, session: Session, **extra: Any) -> None:
+        if self.events is None:
+            return
+        self.events.emit(
+            "session.spawned",
+            work_item=session.ref,
+            harness=session.harness,
+            session_id=session.harness_session_id,
+            tmux_target=session.tmux_target,
+            cwd=session.cwd,
+            model=session.model,
+            effort=session.effort,
+            **extra,
+        )
+
+    def _warn(self, message: str) -> None:
+        if self._on_warning is not None:
+            self._on_warning(message)

@@ -1,0 +1,65 @@
+"""Build the dispatcher of one invocation from the ``routing.*`` config, once, at the edge."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from the_loop.dispatch.dispatcher import Dispatcher
+from the_loop.dispatch.harnesses import harnesses_from_config
+from the_loop.dispatch.tmux import TmuxRunner
+from the_loop.dispatch.workspace import Workspace
+from the_loop.errors import TheLoopError
+
+if TYPE_CHECKING:
+    from the_loop.config import Config
+    from the_loop.control import ControlStore
+    from the_loop.eventlog import EventLog
+    from the_loop.sessions.registry import SessionRegistry
+    from the_loop.workitem import WorkItemStore
+
+
+def build_dispatcher(
+    config: Config,
+    *,
+    registry: SessionRegistry,
+    control_store: ControlStore,
+    events: EventLog | None,
+    portable: WorkItemStore | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> Dispatcher:
+    """The dispatcher of ``config``: tmux runner, workspace and harnesses from ``routing.*``.
+
+    Raises :class:`TheLoopError` with a sentence when it cannot be built: a setting
+    is refused, the tmux binary is missing, or workspaces are on and git is missing.
+    """
+    try:
+        tmux = TmuxRunner.from_config(config)
+        workspace = Workspace.from_config(config)
+        harnesses = harnesses_from_config(config)
+        dispatcher = Dispatcher(
+            config,
+            registry=registry,
+            control_store=control_store,
+            tmux=tmux,
+            workspace=workspace,
+            harnesses=harnesses,
+            events=events,
+            portable=portable,
+            on_warning=on_warning,
+        )
+    except ValueError as error:
+        raise TheLoopError(f"cannot set up the dispatcher: {error}") from error
+    _require_binary(tmux.binary, "tmux", "routing.tmux.binary")
+    if workspace.enabled:
+        _require_binary(workspace.git_binary, "git", "routing.workspace.gitBinary")
+    return dispatcher
+
+
+def _require_binary(binary: str, what: str, key: str) -> None:
+    if shutil.which(binary) is None:
+        raise TheLoopError(
+            f"cannot set up the dispatcher: the {what} binary {binary!r} is not on PATH "
+            f"(install it, or set {key})"
+        )
