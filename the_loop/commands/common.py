@@ -116,3 +116,14 @@ def work_item_type(text: str) -> Any:
         return WorkItemRef.parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def work_item_parent(
+    help_text: str = "the work item, e.g. github:octo/repo#15",
+) -> argparse.ArgumentParser:
+    """``--work-item REF`` (required, parsed by :func:`work_item_type`): one work item."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--work-item", metavar="REF", type=work_item_type, required=True, help=help_text
+    )
+    return parent

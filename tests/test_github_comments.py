@@ -1,0 +1,286 @@
+"""Keyword comments on the ticket (`sessions start|pause|resume|stop --comment`), against a
+local HTTP server standing in for the GitHub REST API."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
+from the_loop.cli import main
+from the_loop.github import GitHubError, api_url_for, post_issue_comment
+from the_loop.sessions.ref import WorkItemRef
+
+ITEM = "github:octo/app#15"
+TOKEN = "ghp_secret-token-value"
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]  # names in lower case: HTTP header names ignore case
+    body: Any
+
+
+@dataclass
+class FakeGitHub:
+    """A local server that records every request and answers with ``status``."""
+
+    url: str
+    status: int = 201
+    requests: list[Received] = field(default_factory=list[Received])
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            fake.requests.append(
+                Received(
+                    "POST",
+                    self.path,
+                    {name.lower(): value for name, value in self.headers.items()},
+                    json.loads(raw or b"null"),
+                )
+            )
+            payload = (
+                {"html_url": "https://github.example/c/1"}
+                if fake.status < 400
+                else {"message": "Something went wrong"}
+            )
+            data = json.dumps(payload).encode()
+            self.send_response(fake.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the test output stays clean."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def write_config(
+    tmp_path: Path, api_url: str, *, comment: bool | None = None, socket: str = ""
+) -> Path:
+    """A config with the state root and the API URL in ``tmp_path``; no workspaces."""
+    integration: dict[str, Any] = {"apiUrl": api_url}
+    if comment is not None:
+        integration["comment"] = comment
+    workdir = tmp_path / "workdir"
+    workdir.mkdir(exist_ok=True)
+    routing: dict[str, Any] = {
+        "defaultHarness": "command",
+        "harnesses": {"command": {"argv": ["bash", "-c", "exec sleep 600"]}},
+        "spawnWorkdir": str(workdir),
+        "tmux": {"socket": socket},
+    }
+    document = {
+        "state": {"root": str(tmp_path / "state")},
+        "routing": routing,
+        "integrations": {"github": integration},
+    }
+    path = tmp_path / "cli-config.yaml"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def run(config: Path, *argv: str) -> int:
+    try:
+        return main(["--config", str(config), "sessions", *argv])
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+
+
+def events(tmp_path: Path, name: str) -> list[dict[str, Any]]:
+    log = tmp_path / "state" / "logs" / "events.jsonl"
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    return [event for event in map(json.loads, lines) if event["event"] == name]
+
+
+def control_command(tmp_path: Path) -> str:
+    record = json.loads((tmp_path / "state" / "portable" / "github-octo-app-15.json").read_text())
+    return record["control"]["command"]
+
+
+@pytest.mark.parametrize("verb", ["pause", "resume", "stop"])
+def test_the_keyword_is_posted_with_the_token_and_the_api_headers(
+    github: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    verb: str,
+):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url)
+    assert run(config, verb, "--work-item", ITEM) == 0
+    [request] = github.requests
+    assert (request.method, request.path) == ("POST", "/repos/octo/app/issues/15/comments")
+    assert request.body == {"body": verb}
+    assert request.headers["authorization"] == f"Bearer {TOKEN}"
+    assert request.headers["accept"] == "application/vnd.github+json"
+    assert request.headers["x-github-api-version"] == "2022-11-28"
+    assert request.headers["user-agent"].startswith("the-loop/")
+    assert "note:" not in capsys.readouterr().err
+    assert [
+        (event["work_item"], event["command"]) for event in events(tmp_path, "comment.posted")
+    ] == [(ITEM, verb)]
+
+
+def test_start_posts_start_after_the_session_was_spawned(
+    github: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+):
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url, socket=tmux_socket)
+    assert run(config, "start", "--work-item", ITEM) == 0
+    assert [request.body for request in github.requests] == [{"body": "start"}]
+    assert len(events(tmp_path, "session.spawned")) == 1
+
+
+def test_a_failed_start_posts_nothing(
+    github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url, socket="no-such-loop-socket")
+    monkeypatch.setenv("PATH", "/nonexistent")  # neither tmux nor bash: the start fails
+    assert run(config, "start", "--work-item", ITEM) == 1
+    assert github.requests == []
+
+
+def test_a_failing_server_costs_one_note_and_never_the_local_action(
+    github: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    github.status = 500
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url)
+    assert run(config, "pause", "--work-item", ITEM) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and captured.err.splitlines() == notes
+    assert "500" in notes[0] and "Something went wrong" in notes[0] and TOKEN not in notes[0]
+    assert captured.out == f"{ITEM}: recorded pause; no live session on this machine\n"
+    assert control_command(tmp_path) == "pause"
+    [failed] = events(tmp_path, "comment.failed")
+    assert (failed["work_item"], failed["command"], failed["level"]) == (ITEM, "pause", "warning")
+    assert events(tmp_path, "comment.posted") == []
+
+
+def test_an_unreachable_api_is_one_note_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    config = write_config(tmp_path, "http://127.0.0.1:9")  # the discard port: refused
+    assert run(config, "stop", "--work-item", ITEM) == 0
+    err = capsys.readouterr().err
+    assert err.count("note:") == 1 and "could not reach 127.0.0.1:9" in err
+    assert control_command(tmp_path) == "stop"
+
+
+def test_comment_without_a_token_is_skipped_with_a_note(
+    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    config = write_config(tmp_path, github.url)
+    assert run(config, "pause", "--work-item", ITEM, "--comment") == 0
+    assert github.requests == []
+    assert capsys.readouterr().err == (
+        f"note: {ITEM}: no comment posted: set $GITHUB_TOKEN or $GH_TOKEN\n"
+    )
+    assert control_command(tmp_path) == "pause"
+
+
+def test_without_a_token_the_default_is_silent(
+    github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    config = write_config(tmp_path, github.url)
+    assert run(config, "pause", "--work-item", ITEM) == 0
+    assert github.requests == [] and capsys.readouterr().err == ""
+
+
+def test_no_comment_posts_nothing_even_with_a_token(
+    github: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url)
+    assert run(config, "resume", "--work-item", ITEM, "--no-comment") == 0
+    assert github.requests == [] and capsys.readouterr().err == ""
+    assert events(tmp_path, "comment.posted") == events(tmp_path, "comment.failed") == []
+
+
+def test_the_config_can_turn_the_default_off_and_the_flag_back_on(
+    github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url, comment=False)
+    assert run(config, "pause", "--work-item", ITEM) == 0
+    assert github.requests == []
+    assert run(config, "pause", "--work-item", ITEM, "--comment") == 0
+    assert [request.body for request in github.requests] == [{"body": "pause"}]
+
+
+def test_only_github_refs_get_comments(
+    github: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url)
+    assert run(config, "pause", "--work-item", "gitlab:octo/app#15") == 0
+    assert capsys.readouterr().err == ""
+    assert run(config, "pause", "--work-item", "gitlab:octo/app#15", "--comment") == 0
+    assert "not a GitHub work item" in capsys.readouterr().err
+    assert github.requests == []
+
+
+def test_the_api_root_is_github_com_enterprise_or_the_override():
+    assert api_url_for(WorkItemRef.parse(ITEM)) == "https://api.github.com"
+    enterprise = WorkItemRef.parse("github:ghe.corp.example/octo/app#3")
+    assert api_url_for(enterprise) == "https://ghe.corp.example/api/v3"
+    assert api_url_for(enterprise, "http://127.0.0.1:8080/") == "http://127.0.0.1:8080"
+
+
+def test_an_enterprise_ref_posts_to_its_own_repository_path(github: FakeGitHub):
+    ref = WorkItemRef.parse("github:ghe.corp.example/octo/app#3")
+    assert post_issue_comment(ref, "stop", token=TOKEN, api_url=github.url) == (
+        "https://github.example/c/1"
+    )
+    assert github.requests[0].path == "/repos/octo/app/issues/3/comments"
+
+
+def test_posting_without_a_token_or_to_a_non_http_url_is_refused():
+    ref = WorkItemRef.parse(ITEM)
+    with pytest.raises(GitHubError, match="no GitHub token"):
+        post_issue_comment(ref, "stop", token="")
+    with pytest.raises(GitHubError, match="must be http"):
+        post_issue_comment(ref, "stop", token=TOKEN, api_url="file:///etc")

@@ -1,0 +1,348 @@
+"""``sessions reset`` end to end through ``main([...])`` on real state roots.
+
+Gherkin docstrings name the requirement of seed design 000 each test proves.
+Live sessions here have no tmux behind them; the real-tmux end-to-end reset
+lives in ``test_reset_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from the_loop.cli import main
+from the_loop.control import ControlStore
+from the_loop.eventlog import read_events
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.sessions.registry import SessionRegistry
+from the_loop.sessions.session import Session
+from the_loop.state import StateLayout, legacy_layout
+from the_loop.workitem import POLL, WorkItemStore
+
+ITEM = WorkItemRef.parse("github:octo/repo#15")
+OTHER = WorkItemRef.parse("github:octo/repo#21")
+STRANGERS = ("notes.txt", "README.json", "x.json", ".github-octo-repo-15.json.abc.tmp")
+
+
+class Machine:
+    """A state root at ``<tmp>/state`` and a config file naming it."""
+
+    def __init__(self, tmp_path: Path, extra: str = "") -> None:
+        self.layout = StateLayout(tmp_path / "state")
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        self.config = tmp_path / "cli-config.yaml"
+        self.config.write_text(
+            f"state:\n  root: {self.layout.root}\n"
+            "routing:\n  tmux:\n    binary: /nonexistent/tmux-for-tests\n" + extra
+        )
+        self.registry = SessionRegistry(self.layout.local_dir)
+        self.store = WorkItemStore(self.layout.portable_dir, legacy_layout(self.layout))
+        self.control = ControlStore(self.layout.portable_dir, store=self.store)
+
+    def run(self, *argv: str) -> int:
+        return main(["--config", str(self.config), "sessions", "reset", *argv])
+
+    def session(self, ref: WorkItemRef, status: str = "closed") -> None:
+        self.registry.register(
+            Session(work_item=ref, harness="claude", harness_session_id="s", cwd="/nowhere")
+        )
+        if status == "closed":
+            self.registry.close(ref)
+        elif status == "paused":
+            self.registry.pause(ref)
+
+    def armed(self, ref: WorkItemRef) -> None:
+        self.control.record(ref, "start", source="cli", actor="me")
+        self.store.write_section(ref, POLL, {"seenComments": ["IC_1"], "commentAttempts": {}})
+
+    def snapshot(self) -> dict[str, bytes]:
+        root = self.layout.root
+        return {
+            str(p.relative_to(root)): p.read_bytes()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and "locks" not in p.parts
+        }
+
+    def strangers(self) -> list[Path]:
+        placed: list[Path] = []
+        for directory in (self.layout.local_dir, self.layout.portable_dir, self.layout.root):
+            directory.mkdir(parents=True, exist_ok=True)
+            for name in STRANGERS:
+                path = directory / name
+                path.write_text("not yours\n")
+                placed.append(path)
+        return placed
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> Machine:
+    return Machine(tmp_path)
+
+
+def test_reset_one_item(machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
+    """Given an item with a closed session and armed portable state
+    When I reset it
+    Then its record and sections are gone and the output lists them (exit 0)."""
+    machine.session(ITEM)
+    machine.armed(ITEM)
+    assert machine.run("--work-item", ITEM.ref) == 0
+    out = capsys.readouterr().out
+    assert out == f"{ITEM.ref}: reset — removed session, control, poll\nreset 1 work item\n"
+    assert machine.registry.find_by_work_item(ITEM, include_closed=True) is None
+    assert not machine.store.path_for(ITEM).exists()
+
+
+def test_reset_several_items_and_a_ref_named_twice_once(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Given two items  When I reset both, one named twice  Then each is reset once."""
+    machine.armed(ITEM)
+    machine.armed(OTHER)
+    assert (
+        machine.run("--work-item", ITEM.ref, "--work-item", OTHER.ref, "--work-item", ITEM.ref) == 0
+    )
+    out = capsys.readouterr().out
+    assert out.count(f"{ITEM.ref}: reset") == 1
+    assert out.endswith("reset 2 work items\n")
+    resets = [
+        e for e in read_events(machine.layout.event_log).events if e["event"] == "session.reset"
+    ]
+    assert len(resets) == 2
+
+
+def test_reset_all(machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
+    """Given state for several items  When I reset --all  Then every item is reset (exit 0)."""
+    machine.session(ITEM)
+    machine.armed(OTHER)
+    assert machine.run("--all") == 0
+    assert capsys.readouterr().out.endswith("reset 2 work items\n")
+    assert machine.run("--all") == 1
+    err = capsys.readouterr().err
+    assert "nothing to reset: this machine holds no work-item state" in err
+
+
+def test_dry_run_changes_nothing_and_never_uses_the_past_tense(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Given a live item and an armed one  When I reset --all --dry-run
+    Then nothing changes and the report is in the future tense."""
+    machine.session(ITEM, "active")
+    machine.armed(ITEM)
+    machine.armed(OTHER)
+    before = machine.snapshot()
+    assert machine.run("--all", "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert machine.snapshot() == before
+    assert out == (
+        f"{ITEM.ref}: would end a live claude session\n"
+        f"{ITEM.ref}: would remove session, control, poll\n"
+        f"{OTHER.ref}: would remove control, poll\n"
+        "would reset 2 work items (dry run — nothing was changed)\n"
+    )
+    for word in ("removed", "ended", "reset —"):
+        assert word not in out
+
+
+def test_no_selector_is_a_usage_error(machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
+    """R2.3: neither --work-item nor --all → exit 2; a bare reset never resets everything."""
+    machine.armed(ITEM)
+    before = machine.snapshot()
+    with pytest.raises(SystemExit) as raised:
+        machine.run()
+    assert raised.value.code == 2
+    assert machine.snapshot() == before
+    assert "one of the arguments --work-item --all is required" in capsys.readouterr().err
+
+
+def test_both_selectors_is_a_usage_error(machine: Machine) -> None:
+    """R2.4: --work-item and --all together → exit 2, nothing removed."""
+    machine.armed(ITEM)
+    before = machine.snapshot()
+    with pytest.raises(SystemExit) as raised:
+        machine.run("--all", "--work-item", ITEM.ref)
+    assert raised.value.code == 2
+    assert machine.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "github:octo/repo/x#1",
+        "github:../repo#1",
+        "github:octo/..#1",
+        "-github:octo/repo#1",
+        "github:-octo/repo#1",
+        "github:octo/re\x00po#1",
+        "github:/octo/repo#1",
+        "/etc/passwd",
+        "github:octo/repo#0",
+    ],
+)
+def test_a_bad_ref_anywhere_means_exit_2_and_nothing_removed(
+    machine: Machine, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R2.6 and Security (argv → path): every ref is parsed before anything is removed."""
+    machine.session(ITEM)
+    machine.armed(ITEM)
+    before = machine.snapshot()
+    with pytest.raises(SystemExit) as raised:
+        machine.run("--work-item", ITEM.ref, "--work-item", bad)
+    assert raised.value.code == 2
+    assert machine.snapshot() == before
+    assert "expected" in capsys.readouterr().err
+
+
+def test_an_item_with_no_state_says_nothing_to_reset(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R1.6: an item with nothing → 'nothing to reset' on stderr, exit 1."""
+    machine.armed(OTHER)
+    assert machine.run("--work-item", ITEM.ref, "--work-item", OTHER.ref) == 1
+    captured = capsys.readouterr()
+    assert f"{ITEM.ref}: nothing to reset\n" in captured.err
+    assert f"{OTHER.ref}: reset — removed control, poll" in captured.out
+
+
+def test_strangers_files_survive_dry_run_and_real_all(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Security § --all enumeration: a stranger's file in any state directory is not a record."""
+    machine.session(ITEM)
+    machine.armed(ITEM)
+    placed = machine.strangers()
+    assert machine.run("--all", "--dry-run") == 0
+    assert machine.run("--all") == 0
+    for path in placed:
+        assert path.read_text() == "not yours\n"
+    assert "reset 1 work item" in capsys.readouterr().out
+
+
+def test_the_event_log_is_appended_to_never_rewritten(machine: Machine) -> None:
+    """Security § Append-only audit: earlier log bytes are identical after a reset."""
+    machine.armed(ITEM)
+    log = machine.layout.event_log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as handle:
+        handle.write(b'{"event":"earlier","ts":"2026-01-01T00:00:00.000Z"}\ncorrupt line\n')
+    earlier = log.read_bytes()
+    assert machine.run("--work-item", ITEM.ref) == 0
+    after = log.read_bytes()
+    assert after.startswith(earlier)
+    new = [json.loads(line) for line in after[len(earlier) :].splitlines()]
+    assert [event["event"] for event in new] == ["session.reset"]
+    assert new[0]["removed"] == ["control", "poll"] and new[0]["work_item"] == ITEM.ref
+
+
+def test_a_pre_issue_128_tree_leaves_a_sealed_record(machine: Machine) -> None:
+    """R3.1: with a legacy tree, the record is sealed instead of leaving a resurrectable gap."""
+    legacy = legacy_layout(machine.layout)
+    legacy.control_dir.mkdir(parents=True)
+    (legacy.control_dir / f"{ITEM.slug}.json").write_text(
+        json.dumps({"ref": ITEM.ref, "command": "start", "source": "comment"})
+    )
+    legacy.poll_state.write_text(json.dumps({"items": {ITEM.ref: {"seenComments": ["a"]}}}))
+    assert machine.run("--work-item", ITEM.ref) == 0
+    sealed = json.loads(machine.store.path_for(ITEM).read_text())
+    assert sealed == {"ref": ITEM.ref, "url": ITEM.url, "sealed": True}
+    assert not machine.control.start_requested(ITEM)
+    assert machine.store.section(ITEM, POLL) is None
+    assert (legacy.control_dir / f"{ITEM.slug}.json").exists()
+
+
+def test_a_running_daemon_is_warned_about(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R5.1: a live pid in gh-webhook.pid or poll.pid → a warning, the reset still runs."""
+    machine.armed(ITEM)
+    machine.layout.pidfile.write_text(f"{os.getpid()}\n")
+    machine.layout.poll_pidfile.write_text("999999999\n")
+    assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
+    err = capsys.readouterr().err
+    assert f"warning: the gh-webhook receiver looks like it is running (pid {os.getpid()})" in err
+    assert "poller" not in err
+    assert machine.run("--work-item", ITEM.ref) == 0
+    assert "warning: the gh-webhook receiver" in capsys.readouterr().err
+
+
+def test_require_start_command_off_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R5.2: requireStartCommand false with spawning enabled → a warning, also on a dry run."""
+    machine = Machine(
+        tmp_path, "  spawnOnUnmatched: always\n  control:\n    requireStartCommand: false\n"
+    )
+    machine.armed(ITEM)
+    assert machine.run("--all", "--dry-run") == 0
+    assert "warning: requireStartCommand is off" in capsys.readouterr().err
+    quiet = Machine(tmp_path / "q", "")
+    quiet.armed(ITEM)
+    assert quiet.run("--all", "--dry-run") == 0
+    assert "requireStartCommand" not in capsys.readouterr().err
+
+
+def test_json_output_is_one_document(machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
+    """The --format json report: dryRun, workItems (ResetOutcome.to_dict), warnings."""
+    machine.session(ITEM)
+    assert machine.run("--work-item", ITEM.ref, "--work-item", OTHER.ref, "--format", "json") == 1
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert document["dryRun"] is False and document["warnings"] == []
+    first, second = document["workItems"]
+    assert first["ref"] == ITEM.ref and first["removed"] == ["session"] and first["ok"]
+    assert second["found"] is False
+
+
+def test_a_live_session_without_a_dispatcher_is_said_once_and_records_still_reset(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Design § Error handling: dispatcher cannot be built → reported once, records reset."""
+    machine.session(ITEM, "active")
+    machine.session(OTHER, "paused")
+    assert machine.run("--all") == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("warning: cannot end live sessions") == 1
+    assert f"{ITEM.ref}: error: could not end the session" in captured.err
+    assert "ended a live" not in captured.out
+    assert f"{ITEM.ref}: reset — removed session" in captured.out
+    assert machine.registry.list_sessions() == []
+
+
+def test_a_records_only_reset_never_builds_the_dispatcher(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Design § Components: the dispatcher is built only when a live session is found."""
+    machine.session(ITEM, "closed")
+    assert machine.run("--work-item", ITEM.ref) == 0
+    assert "cannot end live sessions" not in capsys.readouterr().err
+
+
+def test_an_unwritable_record_fails_its_item_and_the_others_go_on(
+    machine: Machine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R2.5 fault injection: OSError on one item's unlink → per-item error, exit 1,
+    the other items reset, and the report never names a piece still on disk."""
+    machine.session(ITEM)
+    machine.armed(ITEM)
+    machine.session(OTHER)
+    machine.armed(OTHER)
+    doomed = {str(machine.registry.path_for(ITEM)), str(machine.store.path_for(ITEM))}
+    real_unlink = os.unlink
+
+    def failing_unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        if os.fspath(path) in doomed:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", failing_unlink)
+    assert machine.run("--all") == 1
+    captured = capsys.readouterr()
+    assert (
+        f"{ITEM.ref}: error: could not remove the session record: Permission denied" in captured.err
+    )
+    assert f"{ITEM.ref}: reset" not in captured.out
+    assert f"{OTHER.ref}: reset — removed session, control, poll" in captured.out
+    assert machine.registry.path_for(ITEM).exists() and machine.store.path_for(ITEM).exists()
+    assert captured.out.endswith("reset 1 work item, 1 failed\n")

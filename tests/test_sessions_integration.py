@@ -1,0 +1,630 @@
+"""`the-loop sessions register | link-pr | list | attach | close | start | pause | resume |
+stop | cleanup`, driven through ``main([...])`` with real tmux (a private socket per test)
+and real git (a local bare repository as the remote)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.gitrepo import make_remote
+from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
+from the_loop.cli import build_parser, main
+from the_loop.commands.sessions.records import LIST_HEADERS, run_attach
+from the_loop.dispatch.tmux import TmuxRunner
+from the_loop.errors import TheLoopError
+from the_loop.graph.state import WorkItemState, WorkItemStateFile
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.sessions.registry import SessionRegistry
+from the_loop.sessions.session import Session
+
+ITEM = "github:octo/app#15"
+PR = "github:octo/app#16"
+AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{session_id}"]
+TARGET = "loop-github-octo-app-15"
+
+
+@dataclass
+class Loop:
+    """One test's world: a config file, a state root, a workspace root and a tmux socket."""
+
+    tmp_path: Path
+    socket: str
+    capsys: pytest.CaptureFixture[str]
+    remote: Path | None = None
+
+    @property
+    def config(self) -> Path:
+        return self.tmp_path / "cli-config.yaml"
+
+    @property
+    def state(self) -> Path:
+        return self.tmp_path / "state"
+
+    @property
+    def workspace(self) -> Path:
+        return self.tmp_path / "workspaces"
+
+    @property
+    def worktree(self) -> Path:
+        return self.workspace / ".worktrees" / "github.com" / "octo" / "app" / "github-octo-app-15"
+
+    def remote_repository(self) -> Path:
+        if self.remote is None:
+            self.remote = make_remote(self.tmp_path, "app")
+        return self.remote
+
+    def configure(self, **routing: Any) -> None:
+        """Write the config: the defaults below, with ``routing`` merged on top (one level)."""
+        base: dict[str, Any] = {
+            "defaultHarness": "command",
+            "harnesses": {"command": {"argv": AGENT}},
+            "workspace": {
+                "root": str(self.workspace),
+                "repositories": {"octo/app": str(self.remote_repository())},
+            },
+            "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 3},
+        }
+        for key, value in routing.items():
+            merged = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+            base[key] = merged
+        document = {"state": {"root": str(self.state)}, "routing": base}
+        self.config.write_text(json.dumps(document), encoding="utf-8")
+
+    def run(self, *argv: str) -> int:
+        """``main`` with ``--config``; argparse usage errors come back as their exit code."""
+        try:
+            return main(["--config", str(self.config), *argv])
+        except SystemExit as exit_:
+            return int(exit_.code or 0)
+
+    def output(self, *argv: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        code = self.run(*argv)
+        captured = self.capsys.readouterr()
+        return code, captured.out, captured.err
+
+    def listing(self, *extra: str) -> list[dict[str, Any]]:
+        code, out, _ = self.output("sessions", "list", "--format", "json", *extra)
+        assert code == 0
+        return json.loads(out)["sessions"]
+
+    def registry(self) -> SessionRegistry:
+        return SessionRegistry(self.state / "local")
+
+    def tmux(self) -> TmuxRunner:
+        return TmuxRunner(socket=self.socket, timeout=30)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        log = self.state / "logs" / "events.jsonl"
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        return [event for event in map(json.loads, lines) if event["event"] == name]
+
+    def portable(self, slug: str = "github-octo-app-15") -> dict[str, Any]:
+        return json.loads((self.state / "portable" / f"{slug}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def loop(
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Loop]:
+    world = Loop(tmp_path, tmux_socket, capsys)
+    world.configure()
+    yield world
+
+
+class ExecRecorder:
+    """Stands in for ``os.execvp``: remembers the argv instead of replacing the process."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, file: str, argv: list[str]) -> None:
+        self.calls.append([file, *argv[1:]] if argv and argv[0] == file else [file, *argv])
+
+
+def register_argv(harness: str, session_id: str, *extra: str, work_item: str = ITEM) -> list[str]:
+    return [
+        "sessions",
+        "register",
+        "--work-item",
+        work_item,
+        "--harness",
+        harness,
+        "--harness-session-id",
+        session_id,
+        *extra,
+    ]
+
+
+def attach(loop: Loop, *argv: str, work_item: str = ITEM) -> list[str]:
+    """Run ``sessions attach`` with an injected exec; the argv it would have run."""
+    args = build_parser().parse_args(
+        ["--config", str(loop.config), "sessions", "attach", "--work-item", work_item, *argv]
+    )
+    recorder = ExecRecorder()
+    assert run_attach(args, execvp=recorder) == 0
+    assert len(recorder.calls) == 1
+    return recorder.calls[0]
+
+
+# -- register ----------------------------------------------------------------------
+
+
+def test_register_records_a_hand_started_session_that_list_then_shows(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "by-hand"
+    checkout.mkdir()
+    code, out, _ = loop.output(*register_argv("command", "abc-123", "--cwd", str(checkout)))
+    assert code == 0
+    assert out == f"{ITEM}: registered command session abc-123 in {checkout}\n"
+    [row] = loop.listing()
+    assert row["workItem"] == ITEM
+    assert (row["harness"], row["harnessSessionId"], row["cwd"]) == (
+        "command",
+        "abc-123",
+        str(checkout),
+    )
+    assert row["status"] == "active" and row["tmuxTarget"] == "" and row["control"] is None
+    assert [event["work_item"] for event in loop.events("session.registered")] == [ITEM]
+
+
+def test_register_refuses_a_second_live_session_without_force_and_replaces_it_with_force(
+    loop: Loop,
+):
+    register = ("sessions", "register", "--work-item", ITEM, "--harness", "command")
+    assert loop.run(*register, "--harness-session-id", "first") == 0
+    code, out, err = loop.output(*register, "--harness-session-id", "second")
+    assert code == 2
+    assert out == "" and err.startswith("error: ") and "--force" in err
+    assert loop.listing()[0]["harnessSessionId"] == "first"
+
+    assert loop.run(*register, "--harness-session-id", "second", "--force") == 0
+    assert loop.listing()[0]["harnessSessionId"] == "second"
+
+
+def test_register_warns_but_registers_when_the_harness_binary_is_not_on_path(loop: Loop):
+    loop.configure(harnesses={"claude": {"binary": "no-such-claude-binary"}})
+    code, _, err = loop.output(*register_argv("claude", "0f1c"))
+    assert code == 0
+    assert "warning: the claude binary 'no-such-claude-binary' is not on PATH" in err
+    assert loop.listing()[0]["harness"] == "claude"
+
+
+def test_register_refuses_a_cwd_that_is_not_a_directory_and_touches_nothing(loop: Loop):
+    missing = loop.tmp_path / "missing"
+    code, _, err = loop.output(*register_argv("command", "x", "--cwd", str(missing)))
+    assert code == 2 and "not a directory" in err
+    assert not loop.state.exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["register", "--harness", "command", "--harness-session-id", "x"],
+        ["link-pr", "--pull-request", "16"],
+        ["attach"],
+        ["close"],
+        ["start"],
+        ["pause"],
+        ["resume"],
+        ["stop"],
+        ["cleanup"],
+    ],
+)
+@pytest.mark.parametrize("bad_ref", ["github:/octo/app#15", "octo/app#15", "github:octo/app#0"])
+def test_a_bad_work_item_ref_exits_2_and_touches_nothing(loop: Loop, argv: list[str], bad_ref: str):
+    code, out, err = loop.output("sessions", argv[0], "--work-item", bad_ref, *argv[1:])
+    assert code == 2
+    assert out == "" and "invalid work item" in err
+    assert not loop.state.exists()
+
+
+def test_a_bad_session_id_is_a_usage_error(loop: Loop):
+    code, _, err = loop.output(*register_argv("command", "has space"))
+    assert code == 2 and "invalid session id" in err
+    assert not loop.state.exists()
+
+
+# -- link-pr -----------------------------------------------------------------------
+
+
+def _register(loop: Loop, cwd: Path | None = None) -> None:
+    extra = ["--cwd", str(cwd)] if cwd is not None else []
+    assert loop.run(*register_argv("command", "s-1", *extra)) == 0
+
+
+def test_link_pr_exits_1_when_the_work_item_has_no_session_record(loop: Loop):
+    code, out, err = loop.output("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "16")
+    assert code == 1 and out == ""
+    assert (
+        err == f"error: {ITEM} has no session record on this machine; start or register one first\n"
+    )
+    assert not (loop.state / "portable").exists()
+
+
+@pytest.mark.parametrize("pull_request", ["15", "#15", ITEM, "github:github.com/octo/app#15"])
+def test_link_pr_refuses_a_self_link_with_exit_2(loop: Loop, pull_request: str):
+    _register(loop)
+    code, _, err = loop.output(
+        "sessions", "link-pr", "--work-item", ITEM, "--pull-request", pull_request
+    )
+    assert code == 2 and "cannot be linked to itself" in err
+    assert loop.listing()[0]["pullRequests"] == []
+
+
+@pytest.mark.parametrize("pull_request", ["0", "#", "-3", "octo/app#16", "github:octo/app#x"])
+def test_link_pr_refuses_a_bad_pull_request_with_exit_2(loop: Loop, pull_request: str):
+    _register(loop)
+    code, _, _ = loop.output(
+        "sessions", "link-pr", "--work-item", ITEM, f"--pull-request={pull_request}"
+    )
+    assert code == 2
+    assert loop.listing()[0]["pullRequests"] == []
+
+
+def test_link_pr_records_the_pull_request_in_all_three_files_once(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    state_file = WorkItemStateFile(checkout, WorkItemRef.parse(ITEM))
+    state_file.save(WorkItemState(work_item=ITEM))
+    _register(loop, checkout)
+
+    code, out, _ = loop.output("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "#16")
+    assert code == 0 and out == f"{ITEM}: linked pull request {PR}\n"
+    code, out, _ = loop.output("sessions", "link-pr", "--work-item", ITEM, "--pull-request", PR)
+    assert code == 0 and out == f"{ITEM}: already linked pull request {PR}\n"
+
+    [row] = loop.listing()
+    assert [endpoint["workItem"] for endpoint in row["pullRequests"]] == [PR]
+    assert loop.portable()["pullRequests"] == {PR: {"seenComments": [], "commentAttempts": {}}}
+    assert [entry.ref for entry in state_file.load().pull_requests] == [PR]
+    assert len(loop.events("session.pr_linked")) == 1
+
+
+def test_link_pr_leaves_a_checkout_without_a_state_file_alone(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "plain"
+    checkout.mkdir()
+    _register(loop, checkout)
+    assert (
+        loop.run("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "github:octo/lib#7")
+        == 0
+    )
+    assert list(checkout.iterdir()) == []
+    assert loop.portable()["pullRequests"] == {
+        "github:octo/lib#7": {"seenComments": [], "commentAttempts": {}}
+    }
+
+
+# -- list --------------------------------------------------------------------------
+
+
+def test_an_empty_list_prints_nothing_in_a_table_and_an_empty_document_in_json(loop: Loop):
+    assert loop.output("sessions", "list") == (0, "", "")
+    code, out, err = loop.output("sessions", "list", "--format", "json")
+    assert (code, json.loads(out), err) == (0, {"sessions": []}, "")
+
+
+def test_list_filters_by_status_and_shows_the_last_control_command(loop: Loop):
+    _register(loop)
+    other = "github:octo/app#21"
+    assert loop.run(*register_argv("claude", "s-2", work_item=other)) == 0
+    assert loop.run("sessions", "pause", "--work-item", other) == 0
+
+    assert [row["workItem"] for row in loop.listing()] == [ITEM, other]
+    [paused] = loop.listing("--status", "paused")
+    assert (paused["workItem"], paused["status"], paused["control"]) == (other, "paused", "pause")
+    assert loop.listing("--status", "closed") == []
+
+    code, out, _ = loop.output("sessions", "list")
+    assert code == 0
+    header, first, second = out.splitlines()
+    assert header.split() == " ".join(LIST_HEADERS).split()
+    assert first.split()[:6] == [ITEM, "command", "s-1", "-", "active", "-"]
+    assert second.split()[:6] == [other, "claude", "s-2", "-", "paused", "pause"]
+
+
+def test_list_skips_an_unreadable_record_with_a_warning(loop: Loop):
+    _register(loop)
+    (loop.state / "local" / "github-octo-app-99.json").write_text("{not json", encoding="utf-8")
+    (loop.state / "local" / "notes.txt").write_text("a stranger's file", encoding="utf-8")
+    code, out, err = loop.output("sessions", "list", "--format", "json")
+    assert code == 0
+    assert [row["workItem"] for row in json.loads(out)["sessions"]] == [ITEM]
+    assert "warning: skipping unreadable session record" in err and "github-octo-app-99" in err
+    assert "notes.txt" not in err
+
+
+# -- attach errors -----------------------------------------------------------------
+
+
+def test_attach_without_a_record_exits_1(loop: Loop):
+    code, out, err = loop.output("sessions", "attach", "--work-item", ITEM)
+    assert (code, out) == (1, "")
+    assert err == f"error: {ITEM} has no session record on this machine\n"
+
+
+def test_attach_to_a_hand_registered_session_without_tmux_exits_1(loop: Loop):
+    _register(loop)
+    code, _, err = loop.output("sessions", "attach", "--work-item", ITEM)
+    assert code == 1 and "has no tmux session" in err
+
+
+# -- start / pause / resume / stop / cleanup with real tmux and git -------------------
+
+
+def _controls(loop: Loop) -> list[str]:
+    return [event["command"] for event in loop.events("control.recorded")]
+
+
+def _shows(loop: Loop, text: str, target: str = TARGET) -> bool:
+    return text in loop.tmux().capture(target)
+
+
+def test_the_whole_life_of_a_session_from_start_to_cleanup(loop: Loop):
+    code, out, err = loop.output("sessions", "start", "--work-item", ITEM)
+    assert (code, err) == (0, "")
+    [row] = loop.listing()
+    session_id = row["harnessSessionId"]
+    assert (
+        out == f"{ITEM}: started command session {session_id} in tmux {TARGET} in {loop.worktree}\n"
+    )
+    assert (row["status"], row["tmuxTarget"], row["control"]) == ("active", TARGET, "start")
+    assert row["cwd"] == str(loop.worktree)
+    assert loop.tmux().liveness(TARGET) == "live"
+    assert wait_until(lambda: _shows(loop, f"agent {session_id} ready"))
+    code, out, _ = loop.output("sessions", "list")
+    assert out.splitlines()[1].split()[:6] == [
+        ITEM,
+        "command",
+        session_id,
+        TARGET,
+        "active",
+        "start",
+    ]
+
+    assert loop.output("sessions", "pause", "--work-item", ITEM)[1] == (
+        f"{ITEM}: paused the command session; events are held until resume\n"
+    )
+    [row] = loop.listing()
+    assert (row["status"], row["control"]) == ("paused", "pause")
+    assert loop.tmux().liveness(TARGET) == "live"
+    assert "-r" not in attach(loop)
+
+    code, out, _ = loop.output("sessions", "resume", "--work-item", ITEM)
+    assert code == 0 and out.startswith(f"{ITEM}: resumed the command session")
+    [row] = loop.listing()
+    assert (row["status"], row["control"], row["harnessSessionId"]) == (
+        "active",
+        "resume",
+        session_id,
+    )
+
+    code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
+    assert code == 0
+    assert out == (
+        f"{ITEM}: closed the command session; kept tmux {TARGET} for its transcript; "
+        "removed its checkout\n"
+    )
+    [row] = loop.listing()
+    assert (row["status"], row["control"]) == ("closed", "stop")
+    assert loop.tmux().liveness(TARGET) == "dead"
+    assert not loop.worktree.exists()
+    assert attach(loop) == ["tmux", "-L", loop.socket, "attach-session", "-r", "-t", f"={TARGET}"]
+
+    code, out, _ = loop.output("sessions", "cleanup", "--work-item", ITEM)
+    assert code == 0
+    assert out == (
+        f"{ITEM}: ended tmux session {TARGET}\n"
+        f"{ITEM}: removed the session record\n"
+        f"{ITEM}: cleaned up\n"
+    )
+    assert loop.tmux().liveness(TARGET) == "absent"
+    assert loop.listing() == []
+    assert loop.portable()["control"]["command"] == "cleanup"
+    assert _controls(loop) == ["start", "pause", "resume", "stop", "cleanup"]
+    assert {event["actor"] for event in loop.events("control.recorded")} == {os_user()}
+
+
+def os_user() -> str:
+    from the_loop.commands.common import current_user
+
+    return current_user()
+
+
+def test_stop_kills_tmux_and_keeps_the_checkout_when_configured_so(loop: Loop):
+    loop.configure(tmux={"keepSessionOnClose": False}, workspace={"keepCheckoutOnClose": True})
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
+    assert code == 0
+    assert out == (
+        f"{ITEM}: closed the command session; killed tmux {TARGET}; "
+        f"kept its checkout {loop.worktree}\n"
+    )
+    assert loop.tmux().liveness(TARGET) == "absent"
+    assert (loop.worktree / "README.md").is_file()
+
+
+def test_close_takes_the_close_path_with_the_tmux_flag_and_records_no_control(loop: Loop):
+    code, _, err = loop.output("sessions", "close", "--work-item", ITEM)
+    assert code == 1 and err == f"error: {ITEM} has no live session on this machine\n"
+
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    code, out, _ = loop.output("sessions", "close", "--work-item", ITEM, "--kill-tmux")
+    assert code == 0 and f"killed tmux {TARGET}" in out
+    assert loop.tmux().liveness(TARGET) == "absent"
+    assert loop.listing()[0]["status"] == "closed"
+    assert _controls(loop) == ["start"]
+    assert loop.run("sessions", "close", "--work-item", ITEM) == 1
+    assert loop.run("sessions", "close", "--work-item", ITEM, "--keep-tmux", "--kill-tmux") == 2
+
+
+def test_close_keep_tmux_keeps_the_transcript_even_when_the_config_kills(loop: Loop):
+    loop.configure(tmux={"keepSessionOnClose": False})
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "close", "--work-item", ITEM, "--keep-tmux") == 0
+    assert loop.tmux().liveness(TARGET) == "dead"
+
+
+def test_stop_ends_a_pull_request_endpoint_with_a_tmux_session_of_its_own(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "16") == 0
+    pr_target = "loop-github-octo-app-16"
+    loop.tmux().spawn(pr_target, loop.tmp_path, ["bash", "-c", "echo pr agent; exec sleep 600"])
+    registry = loop.registry()
+    record = registry.find_by_work_item(ITEM)
+    assert record is not None
+    endpoint = record.endpoint_for(PR)
+    assert endpoint is not None
+    handles = Session(endpoint.work_item, "command", "pr-1", tmux_target=pr_target)
+    registry.save_endpoint(ITEM, handles)
+    assert loop.tmux().liveness(pr_target) == "live"
+    assert attach(loop, work_item=PR)[-1] == f"={pr_target}"
+
+    code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
+    assert code == 0 and f"kept tmux {TARGET}, {pr_target} for its transcript" in out
+    assert loop.tmux().liveness(pr_target) == "dead"
+    assert loop.tmux().liveness(TARGET) == "dead"
+    [row] = loop.listing()
+    assert [endpoint["status"] for endpoint in row["pullRequests"]] == ["closed"]
+
+
+def test_start_on_a_running_session_says_so_and_records_one_start(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    session_id = loop.listing()[0]["harnessSessionId"]
+    code, out, _ = loop.output("sessions", "start", "--work-item", ITEM)
+    assert code == 0
+    assert out == f"{ITEM}: already running: command session {session_id} in tmux {TARGET}\n"
+    assert _controls(loop) == ["start", "start"]
+    assert len(loop.events("session.spawned")) == 1
+
+
+def test_start_resumes_a_paused_session_instead_of_spawning(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    code, out, _ = loop.output("sessions", "start", "--work-item", ITEM)
+    assert code == 0 and out.startswith(f"{ITEM}: resumed the paused command session")
+    [row] = loop.listing()
+    assert (row["status"], row["control"]) == ("active", "start")
+    assert _controls(loop) == ["start", "pause", "start"]
+    assert len(loop.events("session.spawned")) == 1
+
+
+def test_start_restarts_an_active_session_whose_agent_has_ended(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    session_id = loop.listing()[0]["harnessSessionId"]
+    loop.tmux().terminate_harness(TARGET, grace_seconds=5)
+    assert loop.tmux().liveness(TARGET) == "dead"
+    code, out, _ = loop.output("sessions", "start", "--work-item", ITEM)
+    assert code == 0 and out.startswith(f"{ITEM}: resumed the ended command session {session_id}")
+    assert loop.tmux().liveness(TARGET) == "live"
+    assert _controls(loop) == ["start", "start"]
+
+
+def test_resume_restarts_a_paused_agent_whose_tmux_session_is_gone(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    loop.tmux().kill(TARGET)
+    assert loop.run("sessions", "resume", "--work-item", ITEM) == 0
+    assert loop.tmux().liveness(TARGET) == "live"
+    assert loop.listing()[0]["status"] == "active"
+
+
+def test_pause_resume_and_stop_without_a_session_record_the_intent_and_say_so(loop: Loop):
+    for verb in ("pause", "resume", "stop"):
+        code, out, _ = loop.output("sessions", verb, "--work-item", ITEM)
+        assert code == 0
+        assert out == f"{ITEM}: recorded {verb}; no live session on this machine\n"
+        assert loop.portable()["control"]["command"] == verb
+    assert _controls(loop) == ["pause", "resume", "stop"]
+    assert loop.listing() == []
+
+
+def test_attach_runs_tmux_attach_read_write_on_a_live_session_and_read_only_on_request(
+    loop: Loop,
+):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert attach(loop) == ["tmux", "-L", loop.socket, "attach-session", "-t", f"={TARGET}"]
+    read_only = attach(loop, "--read-only")
+    assert read_only == ["tmux", "-L", loop.socket, "attach-session", "-r", "-t", f"={TARGET}"]
+
+
+def test_attach_exits_1_when_the_tmux_session_is_gone(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    loop.tmux().kill(TARGET)
+    args = build_parser().parse_args(
+        ["--config", str(loop.config), "sessions", "attach", "--work-item", ITEM]
+    )
+    recorder = ExecRecorder()
+    with pytest.raises(TheLoopError, match=f"tmux session {TARGET} is gone") as raised:
+        run_attach(args, execvp=recorder)
+    assert raised.value.exit_code == 1
+    assert recorder.calls == []
+
+
+def test_cleanup_dry_run_says_what_would_go_and_changes_nothing(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    before = _controls(loop)
+    code, out, _ = loop.output("sessions", "cleanup", "--work-item", ITEM, "--dry-run")
+    assert code == 0
+    assert out == (
+        f"{ITEM}: would end tmux session {TARGET}\n"
+        f"{ITEM}: would remove checkout {loop.worktree} — uncommitted work in it would be lost\n"
+        f"{ITEM}: would remove the session record\n"
+        f"{ITEM}: would clean up (dry run — nothing was changed)\n"
+    )
+    assert loop.tmux().liveness(TARGET) == "live"
+    assert loop.worktree.is_dir()
+    assert loop.listing()[0]["status"] == "active"
+    assert _controls(loop) == before
+    code, out, _ = loop.output("sessions", "cleanup", "--work-item", ITEM, "--format", "json")
+    report = json.loads(out)
+    assert (code, report["tmuxKilled"], report["recordRemoved"]) == (0, [TARGET], True)
+    assert report["checkoutsRemoved"] == [str(loop.worktree)]
+    assert not loop.worktree.exists()
+
+
+# -- a spawn that fails halfway ------------------------------------------------------
+
+
+def _nothing_left_behind(loop: Loop) -> None:
+    assert loop.tmux().liveness(TARGET) == "absent"
+    assert not loop.worktree.exists()
+    assert loop.registry().find_by_work_item(ITEM, include_closed=True) is None
+    assert loop.portable()["control"]["command"] == "pause"
+    assert [event["work_item"] for event in loop.events("session.spawn_failed")] == [ITEM]
+
+
+def test_a_spawn_with_a_missing_harness_binary_fails_and_leaves_nothing_behind(loop: Loop):
+    loop.configure(harnesses={"command": {"argv": ["no-such-agent-binary", "{session_id}"]}})
+    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    code, out, err = loop.output("sessions", "start", "--work-item", ITEM)
+    assert (code, out) == (1, "")
+    assert err.startswith(f"error: cannot start a session for {ITEM}") and "not on PATH" in err
+    _nothing_left_behind(loop)
+
+
+def test_a_spawn_on_a_branch_that_does_not_exist_fails_and_leaves_nothing_behind(loop: Loop):
+    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    code, _, err = loop.output("sessions", "start", "--work-item", ITEM, "--branch", "no-such")
+    assert code == 1 and "no-such" in err
+    _nothing_left_behind(loop)
+
+
+def test_a_spawn_that_fails_after_tmux_started_undoes_the_checkout_and_the_tmux_session(
+    loop: Loop,
+):
+    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    blocked = loop.tmp_path / "not-a-directory"
+    blocked.write_text("the registry cannot write here", encoding="utf-8")
+    code, _, err = loop.output(
+        "sessions", "start", "--work-item", ITEM, "--registry-dir", str(blocked)
+    )
+    assert code == 1 and "registering the session failed" in err
+    _nothing_left_behind(loop)

@@ -1,0 +1,59 @@
+"""Keyword comments for ``sessions start | pause | resume | stop``: the flag and the post.
+
+The post is best-effort and runs after the local action succeeded: a failure is
+one ``note:`` line and a ``comment.failed`` event, never an exception and never a
+different exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from the_loop.commands.common import Context, note
+from the_loop.commands.stores import Stores
+from the_loop.sessions.ref import WorkItemRef
+
+
+def comment_parent() -> argparse.ArgumentParser:
+    """``--comment`` / ``--no-comment`` (None when neither: the default is resolved later)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--comment",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="post the keyword on the ticket too (default: on when $GITHUB_TOKEN or "
+        "$GH_TOKEN is set, unless integrations.github.comment is false)",
+    )
+    return parent
+
+
+def post_keyword(
+    requested: bool | None, context: Context, stores: Stores, ref: WorkItemRef, keyword: str
+) -> None:
+    """Post ``keyword`` on ``ref``'s ticket when ``requested`` (None: the default applies)."""
+    from the_loop import github
+
+    token = github.token_from_environment(os.environ)
+    wanted = requested
+    if wanted is None:
+        wanted = bool(token) and context.config.get_bool("integrations.github.comment", True)
+    if not wanted:
+        return
+    if ref.provider != "github":
+        if requested:
+            note(f"{ref.ref}: not a GitHub work item: no comment posted")
+        return
+    if not token:
+        note(f"{ref.ref}: no comment posted: set $GITHUB_TOKEN or $GH_TOKEN")
+        return
+    api_url = github.api_url_for(ref, context.config.get_str("integrations.github.apiUrl"))
+    try:
+        github.post_issue_comment(ref, keyword, token=token, api_url=api_url)
+    except github.GitHubError as error:
+        stores.events.emit(
+            "comment.failed", level="warning", work_item=ref.ref, command=keyword, error=str(error)
+        )
+        note(f"{ref.ref}: could not post {keyword!r} on the ticket ({error}); the {keyword} stands")
+        return
+    stores.events.emit("comment.posted", work_item=ref.ref, command=keyword)

@@ -1,0 +1,335 @@
+"""``sessions close | start | pause | resume | stop | cleanup``: drive a session's life.
+
+``start``, ``pause``, ``resume`` and ``stop`` record the command in ``control``
+(source ``cli``, the OS user as actor; exactly one record per invocation) and
+apply it; with ``--comment`` the same keyword is then posted on the ticket,
+best-effort. Everything that touches tmux or git goes through the dispatcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from the_loop.commands.common import (
+    FORMAT_JSON,
+    FORMAT_TEXT,
+    Context,
+    error_line,
+    format_parent,
+    load_context,
+    print_json,
+    work_item_parent,
+)
+from the_loop.commands.sessions.comments import comment_parent, post_keyword
+from the_loop.commands.stores import Stores, open_stores
+from the_loop.control import PAUSE, RESUME, START, STOP
+from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.sessions.session import Session
+
+if TYPE_CHECKING:
+    from the_loop.cleanup import CleanupOutcome
+    from the_loop.dispatch.dispatcher import Dispatcher
+
+HARNESSES = ("claude", "cursor", "command")
+
+
+def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Register ``close``, ``start``, ``pause``, ``resume``, ``stop`` and ``cleanup``."""
+    item, comment = work_item_parent(), comment_parent()
+    close = actions.add_parser(
+        "close",
+        parents=[*parents, item],
+        help="end a live session through the dispatcher's close path",
+        description="Close the work item's live session: the record is closed, every "
+        "endpoint's harness is ended, the tmux session kept or killed and the checkout "
+        "removed or kept, as configured. Records nothing in control, posts nothing.",
+    )
+    tmux = close.add_mutually_exclusive_group()
+    tmux.add_argument(
+        "--keep-tmux",
+        dest="keep_tmux",
+        action="store_const",
+        const=True,
+        help="keep the tmux session for its transcript (harness ended)",
+    )
+    tmux.add_argument(
+        "--kill-tmux",
+        dest="keep_tmux",
+        action="store_const",
+        const=False,
+        help="kill the tmux session (default: routing.tmux.keepSessionOnClose)",
+    )
+    close.set_defaults(func=run_close, keep_tmux=None)
+    start = actions.add_parser(
+        "start",
+        parents=[*parents, item, comment],
+        help="start (or resume) the work item's session",
+        description="Record `start` and spawn the agent in tmux inside a checkout; a paused "
+        "session is resumed instead, a running one is left alone.",
+    )
+    start.add_argument(
+        "--harness", choices=HARNESSES, help="the agent harness (default: routing.defaultHarness)"
+    )
+    start.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="check out this branch (e.g. a pull request's) instead of the default branch",
+    )
+    start.set_defaults(func=run_start)
+    for name, run, text, description in _KEYWORD_ACTIONS:
+        parser = actions.add_parser(
+            name, parents=[*parents, item, comment], help=text, description=description
+        )
+        parser.set_defaults(func=run)
+    cleanup = actions.add_parser(
+        "cleanup",
+        parents=[*parents, item, format_parent(FORMAT_TEXT, FORMAT_JSON, default=FORMAT_TEXT)],
+        help="release every local resource of a work item",
+        description="End every tmux session of the work item, remove its checkout(s) and "
+        "forget its session record, whatever the retention settings; record `cleanup`.",
+    )
+    cleanup.add_argument(
+        "--dry-run", action="store_true", help="say what would be released; change nothing"
+    )
+    cleanup.set_defaults(func=run_cleanup)
+
+
+def open_dispatcher(context: Context, stores: Stores) -> Dispatcher:
+    """The dispatcher of this invocation, built from the config and the open stores."""
+    from the_loop.dispatch.factory import build_dispatcher
+
+    return build_dispatcher(
+        context.config,
+        registry=stores.registry,
+        control_store=stores.control,
+        events=stores.events,
+        portable=stores.store,
+    )
+
+
+# -- close and stop ----------------------------------------------------------
+
+
+def run_close(args: argparse.Namespace) -> int:
+    """Close the live session (exit 1 when there is none)."""
+    ref: WorkItemRef = args.work_item
+    context = load_context(args)
+    stores = open_stores(context)
+    session = stores.registry.find_by_work_item(ref)
+    if session is None:
+        raise TheLoopError(f"{ref.ref} has no live session on this machine")
+    dispatcher = open_dispatcher(context, stores)
+    removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
+    print(_closed_line(context, session, removed, args.keep_tmux))
+    return EXIT_OK
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    """Record ``stop`` and take the close path when a session is live."""
+    ref: WorkItemRef = args.work_item
+    context = load_context(args)
+    stores = open_stores(context)
+    session = stores.registry.find_by_work_item(ref)
+    dispatcher = open_dispatcher(context, stores) if session is not None else None
+    _record(context, stores, ref, STOP)
+    if session is None or dispatcher is None:
+        print(f"{ref.ref}: recorded stop; no live session on this machine")
+    else:
+        removed = dispatcher.close_session(session, "stop")
+        print(_closed_line(context, session, removed, None))
+    post_keyword(args.comment, context, stores, ref, STOP)
+    return EXIT_OK
+
+
+def _closed_line(context: Context, session: Session, removed: bool, keep: bool | None) -> str:
+    parts = [f"{session.ref}: closed the {session.harness or 'agent'} session"]
+    targets = [endpoint.tmux_target for endpoint in session.endpoints() if endpoint.tmux_target]
+    if targets:
+        kept = keep if keep is not None else _keeps_tmux(context)
+        names = ", ".join(targets)
+        parts.append(f"kept tmux {names} for its transcript" if kept else f"killed tmux {names}")
+    if removed:
+        parts.append("removed its checkout")
+    elif session.cwd and context.config.get_bool("routing.workspace.keepCheckoutOnClose", False):
+        parts.append(f"kept its checkout {session.cwd}")
+    return "; ".join(parts)
+
+
+def _keeps_tmux(context: Context) -> bool:
+    return context.config.get_bool("routing.tmux.keepSessionOnClose", True)
+
+
+# -- start, pause, resume ----------------------------------------------------
+
+
+def run_start(args: argparse.Namespace) -> int:
+    """Spawn a session, resume a paused one, or say that one is running (exit 0)."""
+    ref: WorkItemRef = args.work_item
+    context = load_context(args)
+    stores = open_stores(context)
+    session = stores.registry.find_by_work_item(ref)
+    dispatcher = open_dispatcher(context, stores)
+    if session is None:
+        spawned = dispatcher.spawn(
+            ref,
+            harness=args.harness,
+            branch=args.branch,
+            actor=context.actor,
+            record_control=True,
+        )
+        print(_started_line(spawned.session, spawned.checkout))
+    elif session.is_paused or _agent_gone(dispatcher, session):
+        # resume_session also restarts an active session's agent whose tmux session ended.
+        _record(context, stores, ref, START)
+        was = "paused" if session.is_paused else "ended"
+        resumed = dispatcher.resume_session(session, actor=context.actor)
+        print(f"{ref.ref}: resumed the {was} {resumed.harness} session{_in_tmux(resumed)}")
+    else:
+        _record(context, stores, ref, START)
+        print(f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}")
+    post_keyword(args.comment, context, stores, ref, START)
+    return EXIT_OK
+
+
+def _agent_gone(dispatcher: Dispatcher, session: Session) -> bool:
+    return bool(session.tmux_target) and dispatcher.liveness(session) in ("dead", "absent")
+
+
+def _started_line(session: Session, checkout: Path | None) -> str:
+    where = f" in {checkout}" if checkout is not None else ""
+    return f"{session.ref}: started {session.harness} session{_in_tmux(session)}{where}"
+
+
+def _in_tmux(session: Session) -> str:
+    ident = f" {session.harness_session_id}" if session.harness_session_id else ""
+    tmux = f" in tmux {session.tmux_target}" if session.tmux_target else ""
+    return ident + tmux
+
+
+def run_pause(args: argparse.Namespace) -> int:
+    """Record ``pause`` and pause the live session: deliveries are held."""
+    ref: WorkItemRef = args.work_item
+    context = load_context(args)
+    stores = open_stores(context)
+    _record(context, stores, ref, PAUSE)
+    paused = stores.registry.pause(ref)
+    current = paused or stores.registry.find_by_work_item(ref)
+    if paused is not None:
+        print(f"{ref.ref}: paused the {paused.harness} session; events are held until resume")
+    elif current is not None and current.is_paused:
+        print(f"{ref.ref}: already paused")
+    else:
+        print(f"{ref.ref}: recorded pause; no live session on this machine")
+    post_keyword(args.comment, context, stores, ref, PAUSE)
+    return EXIT_OK
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    """Record ``resume`` and resume a paused session: events are delivered again."""
+    ref: WorkItemRef = args.work_item
+    context = load_context(args)
+    stores = open_stores(context)
+    session = stores.registry.find_by_work_item(ref)
+    paused = session is not None and session.is_paused
+    dispatcher = open_dispatcher(context, stores) if paused else None
+    _record(context, stores, ref, RESUME)
+    if session is None:
+        print(f"{ref.ref}: recorded resume; no live session on this machine")
+    elif dispatcher is None:
+        print(f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}")
+    else:
+        resumed = dispatcher.resume_session(session, actor=context.actor)
+        print(f"{ref.ref}: resumed the {resumed.harness} session{_in_tmux(resumed)}")
+    post_keyword(args.comment, context, stores, ref, RESUME)
+    return EXIT_OK
+
+
+def _record(context: Context, stores: Stores, ref: WorkItemRef, command: str) -> None:
+    stores.control.record(ref, command, source="cli", actor=context.actor)
+
+
+# -- cleanup -----------------------------------------------------------------
+
+
+def run_cleanup(args: argparse.Namespace) -> int:
+    """Release every local resource (or, with ``--dry-run``, say what would go); exit 1 when
+    a step failed."""
+    ref: WorkItemRef = args.work_item
+    context = load_context(args)
+    stores = open_stores(context)
+    dispatcher = open_dispatcher(context, stores)
+    if args.dry_run:
+        outcome = _planned_cleanup(dispatcher, stores, ref)
+    else:
+        outcome = dispatcher.cleanup_work_item(ref, actor=context.actor, source="cli")
+    if args.format == FORMAT_JSON:
+        print_json(outcome.to_dict())
+    else:
+        _print_cleanup(outcome)
+    return EXIT_FAILED if outcome.errors else EXIT_OK
+
+
+def _planned_cleanup(dispatcher: Dispatcher, stores: Stores, ref: WorkItemRef) -> CleanupOutcome:
+    """What a cleanup would release: running tmux sessions, existing checkouts, the record."""
+    from the_loop.cleanup import cleanup_work_item
+
+    record = stores.registry.find_by_work_item(ref, include_closed=True)
+
+    def existing_checkouts(item: WorkItemRef) -> list[str]:
+        return [str(path) for path in dispatcher.checkout_paths(item, record) if path.exists()]
+
+    plan = cleanup_work_item(
+        ref,
+        registry=stores.registry,
+        dry_run=True,
+        control=stores.control,
+        find_checkouts=existing_checkouts,
+    )
+    running = tuple(name for name in plan.tmux_killed if dispatcher.tmux.liveness(name) != "absent")
+    return replace(plan, tmux_killed=running)
+
+
+def _print_cleanup(outcome: CleanupOutcome) -> None:
+    ref, dry = outcome.ref, outcome.dry_run
+    end, remove = ("would end", "would remove") if dry else ("ended", "removed")
+    lost = "would be lost" if dry else "is gone"
+    for name in outcome.tmux_killed:
+        print(f"{ref}: {end} tmux session {name}")
+    for path in outcome.checkouts_removed:
+        print(f"{ref}: {remove} checkout {path} — uncommitted work in it {lost}")
+    if outcome.record_removed:
+        print(f"{ref}: {remove} the session record")
+    for problem in outcome.errors:
+        error_line(f"{ref}: {problem}")
+    if not (outcome.tmux_killed or outcome.checkouts_removed or outcome.record_removed):
+        print(f"{ref}: nothing local to release")
+    elif dry:
+        print(f"{ref}: would clean up (dry run — nothing was changed)")
+    else:
+        print(f"{ref}: cleaned up")
+
+
+_KEYWORD_ACTIONS = (
+    (
+        "pause",
+        run_pause,
+        "hold events for the work item's session",
+        "Record `pause` and pause the live session: events are held until `resume`.",
+    ),
+    (
+        "resume",
+        run_resume,
+        "deliver events to a paused session again",
+        "Record `resume` and resume a paused session, restarting its agent if it is gone.",
+    ),
+    (
+        "stop",
+        run_stop,
+        "end the work item's session",
+        "Record `stop` and take the close path for the live session, as `close` does.",
+    ),
+)

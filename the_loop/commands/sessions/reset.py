@@ -1,0 +1,208 @@
+"""``the-loop sessions reset``: forget everything this machine remembers about work items.
+
+Validation first (argparse parses every ref before anything is touched), two
+warnings, then ``reset_work_item`` per item with a close callable that builds
+the dispatcher only when a live session is actually found, never on a dry run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from the_loop.commands.common import FORMAT_JSON, FORMAT_TEXT, format_parent, work_item_type
+from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
+
+if TYPE_CHECKING:
+    from the_loop.commands.common import Context
+    from the_loop.commands.stores import Stores
+    from the_loop.config import Config
+    from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.reset import ResetOutcome
+    from the_loop.sessions.ref import WorkItemRef
+    from the_loop.sessions.session import Session
+
+NOTHING_AT_ALL = "nothing to reset: this machine holds no work-item state"
+
+
+def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Register ``reset``."""
+    parser: argparse.ArgumentParser = actions.add_parser(
+        "reset",
+        parents=[*parents, format_parent(FORMAT_TEXT, FORMAT_JSON, default=FORMAT_TEXT)],
+        help="forget everything this machine remembers about work items",
+        description="End a live session (the configured close path), delete the session "
+        "record, and clear the control, poll, pullRequests and channels sections of the "
+        "portable record. Posts nothing to the ticket; appends one session.reset event per item.",
+    )
+    selector = parser.add_mutually_exclusive_group(required=True)
+    selector.add_argument(
+        "--work-item",
+        dest="work_items",
+        action="append",
+        type=work_item_type,
+        metavar="REF",
+        help="a work item to reset (repeatable), e.g. github:octo/repo#15",
+    )
+    selector.add_argument(
+        "--all", action="store_true", help="every work item this machine holds state for"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="report what would be removed; change nothing"
+    )
+    parser.set_defaults(func=run)
+
+
+class LazyClose:
+    """The close callable: builds the dispatcher on the first live session, once."""
+
+    def __init__(self, build: Callable[[], Dispatcher], on_unavailable: Callable[[str], None]):
+        self._build = build
+        self._on_unavailable = on_unavailable
+        self._dispatcher: Dispatcher | None = None
+        self._problem = ""
+
+    def __call__(self, session: Session) -> bool:
+        if self._dispatcher is None and not self._problem:
+            try:
+                self._dispatcher = self._build()
+            except TheLoopError as error:
+                self._problem = str(error)
+                self._on_unavailable(self._problem)
+        if self._dispatcher is None:
+            raise TheLoopError(f"the dispatcher is unavailable: {self._problem}")
+        return self._dispatcher.close_session(session, reason="reset")
+
+
+def _unique(refs: list[WorkItemRef]) -> list[WorkItemRef]:
+    seen: set[str] = set()
+    result: list[WorkItemRef] = []
+    for ref in refs:
+        if ref.ref not in seen:
+            seen.add(ref.ref)
+            result.append(ref)
+    return result
+
+
+def warnings_for(context: Context) -> list[str]:
+    """The two warnings of the design: a running daemon; arming not required."""
+    from the_loop.daemons import running_daemons
+
+    found = [
+        f"the {daemon.name} looks like it is running (pid {daemon.pid}); it can write "
+        "in-flight poll state back after this reset — stop it first for a clean slate"
+        for daemon in running_daemons(context.layout)
+    ]
+    config = context.config
+    arming_off = not config.get_bool("routing.control.enabled", True) or not config.get_bool(
+        "routing.control.requireStartCommand", True
+    )
+    if arming_off and config.get_str("routing.spawnOnUnmatched", "never") != "never":
+        found.append(
+            "requireStartCommand is off and spawnOnUnmatched is "
+            f"{config.get_str('routing.spawnOnUnmatched')!r}: a reset item is first-sight "
+            "again and may re-spawn on the next poll cycle instead of waiting for a start"
+        )
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle ``sessions reset``."""
+    from the_loop.commands.common import load_context
+    from the_loop.commands.stores import open_stores
+
+    context = load_context(args)
+    stores = open_stores(context)
+    warnings = warnings_for(context)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    items = _selected(args, stores)
+    if not items:
+        print(f"error: {NOTHING_AT_ALL}", file=sys.stderr)
+        return EXIT_FAILED
+    outcomes, previews = _reset_all(args, context, stores, items)
+    from the_loop.commands.sessions.reset_report import render
+
+    render(outcomes, previews, warnings, dry_run=args.dry_run, as_json=args.format == FORMAT_JSON)
+    return EXIT_OK if all(outcome.ok for outcome in outcomes) else EXIT_FAILED
+
+
+def _selected(args: argparse.Namespace, stores: Stores) -> list[WorkItemRef]:
+    if args.all:
+        from the_loop.reset import work_items_with_state
+
+        return work_items_with_state(stores.registry, stores.store)
+    return _unique(list(args.work_items))
+
+
+def _reset_all(
+    args: argparse.Namespace, context: Context, stores: Stores, items: list[WorkItemRef]
+) -> tuple[list[ResetOutcome], dict[str, str]]:
+    from the_loop.fsio import DirectorySyncs
+    from the_loop.reset import reset_work_item
+
+    close = None if args.dry_run else LazyClose(_dispatcher_builder(context, stores), _unavailable)
+    syncs = DirectorySyncs()
+    outcomes: list[ResetOutcome] = []
+    with stores.store.batch():
+        for item in items:
+            outcomes.append(
+                reset_work_item(
+                    item,
+                    registry=stores.registry,
+                    store=stores.store,
+                    close=close,
+                    dry_run=args.dry_run,
+                    actor=context.actor,
+                    events=stores.events,
+                    syncs=syncs,
+                )
+            )
+    syncs.flush()
+    previews = _checkout_previews(context.config, stores, outcomes) if args.dry_run else {}
+    return outcomes, previews
+
+
+def _unavailable(problem: str) -> None:
+    print(
+        f"warning: cannot end live sessions ({problem}); resetting the records only",
+        file=sys.stderr,
+    )
+
+
+def _dispatcher_builder(context: Context, stores: Stores) -> Callable[[], Dispatcher]:
+    def build() -> Dispatcher:
+        from the_loop.dispatch.factory import build_dispatcher
+
+        return build_dispatcher(
+            context.config,
+            registry=stores.registry,
+            control_store=stores.control,
+            events=stores.events,
+            portable=stores.store,
+        )
+
+    return build
+
+
+def _checkout_previews(
+    config: Config, stores: Stores, outcomes: list[ResetOutcome]
+) -> dict[str, str]:
+    """For each live item on a dry run: what removing its checkout would lose."""
+    live = [outcome for outcome in outcomes if outcome.was_live]
+    if not live or config.get_bool("routing.workspace.keepCheckoutOnClose", False):
+        return {}
+    from the_loop.commands.sessions.reset_report import describe_checkout
+    from the_loop.dispatch.workspace import Workspace
+
+    workspace = Workspace.from_config(config)
+    previews: dict[str, str] = {}
+    for outcome in live:
+        session = stores.registry.find_by_work_item(outcome.ref, include_closed=True)
+        if session is not None:
+            preview = describe_checkout(workspace, session)
+            if preview:
+                previews[outcome.ref] = preview
+    return previews

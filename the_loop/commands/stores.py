@@ -1,0 +1,40 @@
+"""Build the stores of one invocation once, at the edge, from the resolved context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from the_loop.commands.common import Context, warn
+from the_loop.control import ControlStore
+from the_loop.eventlog import EventLog
+from the_loop.sessions.registry import SessionRegistry
+from the_loop.state import StateLayout, legacy_layout
+from the_loop.workitem import WorkItemStore
+
+
+@dataclass(frozen=True)
+class Stores:
+    """The registry, the portable store, the control store and the event log of one run."""
+
+    layout: StateLayout
+    registry: SessionRegistry
+    store: WorkItemStore
+    control: ControlStore
+    events: EventLog
+
+
+def open_stores(context: Context, *, source: str = "sessions") -> Stores:
+    """Open every store on ``context.layout``; warnings go to stderr."""
+    layout = context.layout
+    events = EventLog(layout.event_log, source=source)
+    registry = SessionRegistry(
+        layout.local_dir, locks_dir=layout.local_locks_dir, events=events, on_warning=warn
+    )
+    store = WorkItemStore(
+        layout.portable_dir,
+        legacy_layout(layout),
+        locks_dir=layout.portable_locks_dir,
+        on_warning=warn,
+    )
+    control = ControlStore(layout.portable_dir, legacy_layout(layout), store=store, events=events)
+    return Stores(layout=layout, registry=registry, store=store, control=control, events=events)
