@@ -1,0 +1,107 @@
+"""A real reset: a session spawned by ``sessions start`` (real tmux, a real git worktree,
+a stand-in agent) reset by ``sessions reset --work-item ...``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.tmuxsock import wait_until
+from tests.reset_world import World, process_gone
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.workitem import POLL
+
+ITEM = WorkItemRef.parse("github:octo/app#15")
+
+
+@pytest.fixture
+def world(tmp_path: Path, tmux_socket: str) -> World:
+    return World(tmp_path, tmux_socket)
+
+
+def _start(world: World) -> list[int]:
+    assert world.run("sessions", "start", "--work-item", ITEM.ref, "--no-comment") == 0
+    tmux = world.tmux()
+    assert wait_until(lambda: "ready" in tmux.capture(world.target(ITEM)))
+    pids = tmux.pane_pids(world.target(ITEM))
+    assert pids and world.worktree(ITEM).is_dir()
+    world.store().write_section(ITEM, POLL, {"seenComments": ["IC_1"], "commentAttempts": {}})
+    return pids
+
+
+def test_reset_ends_the_agent_removes_the_worktree_and_forgets_the_item(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R5.4 end to end: the agent is gone, the worktree removed, the record and sections
+    gone, one session.reset appended, and the earlier log bytes identical."""
+    pids = _start(world)
+    earlier = world.layout.event_log.read_bytes()
+    capsys.readouterr()
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"{ITEM.ref}: ended a live command session\n"
+        f"{ITEM.ref}: removed the workspace checkout — uncommitted work in it is gone\n"
+        f"{ITEM.ref}: reset — removed session, control, poll\n"
+        "reset 1 work item\n"
+    )
+    assert all(process_gone(pid) for pid in pids)
+    assert world.tmux().liveness(world.target(ITEM)) in ("dead", "absent")
+    assert not world.worktree(ITEM).exists()
+    assert world.registry().find_by_work_item(ITEM, include_closed=True) is None
+    assert not world.store().path_for(ITEM).exists()
+    log = world.layout.event_log.read_bytes()
+    assert log.startswith(earlier)
+    appended = [json.loads(line) for line in log[len(earlier) :].splitlines()]
+    resets = [event for event in appended if event["event"] == "session.reset"]
+    assert len(resets) == 1
+    assert resets[0]["removed"] == ["workspace", "session", "control", "poll"]
+    assert resets[0]["was_live"] is True and resets[0]["ended"] is True
+
+
+def test_with_keep_checkout_on_close_the_worktree_stays_and_is_not_claimed(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """R5.4: a kept checkout is never reported as removed."""
+    world.configure(keepCheckoutOnClose=True)
+    pids = _start(world)
+    (world.worktree(ITEM) / "notes.txt").write_text("work in progress\n")
+    capsys.readouterr()
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref, "--dry-run") == 0
+    dry = capsys.readouterr().out
+    assert "would remove the workspace checkout" not in dry
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref) == 0
+    out = capsys.readouterr().out
+    assert "removed the workspace checkout" not in out
+    assert f"{ITEM.ref}: reset — removed session, control, poll" in out
+    assert all(process_gone(pid) for pid in pids)
+    assert (world.worktree(ITEM) / "notes.txt").read_text() == "work in progress\n"
+
+
+def test_a_dry_run_reports_uncommitted_files_and_unpushed_commits(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Beyond the design: a dry run says what removing the live checkout would lose."""
+    _start(world)
+    worktree = world.worktree(ITEM)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (worktree / name).write_text(name)
+    capsys.readouterr()
+    assert world.run("sessions", "reset", "--all", "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert (
+        f"{ITEM.ref}: would remove the workspace checkout — 3 uncommitted files would be lost"
+        in out
+    )
+    assert worktree.is_dir() and world.tmux().liveness(world.target(ITEM)) == "live"
+    subprocess.run(["git", "-C", str(worktree), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(worktree), "commit", "-qm", "wip"], check=True)
+    assert world.run("sessions", "reset", "--all", "--dry-run", "--format", "json") == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["workItems"][0]["checkout"] == (
+        "would remove the workspace checkout — 2 uncommitted files and 1 unpushed commit "
+        "would be lost"
+    )
