@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from the_loop.commands.common import Context, warn
 from the_loop.control import ControlStore
@@ -10,6 +11,9 @@ from the_loop.eventlog import EventLog
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.state import StateLayout, legacy_layout
 from the_loop.workitem import WorkItemStore
+
+if TYPE_CHECKING:
+    from the_loop.dispatch.dispatcher import Dispatcher
 
 
 @dataclass(frozen=True)
@@ -38,3 +42,19 @@ def open_stores(context: Context, *, source: str = "sessions") -> Stores:
     )
     control = ControlStore(layout.portable_dir, legacy_layout(layout), store=store, events=events)
     return Stores(layout=layout, registry=registry, store=store, control=control, events=events)
+
+
+def open_dispatcher(context: Context, stores: Stores) -> Dispatcher:
+    """The dispatcher of this invocation, built from the config and the open stores.
+
+    Raises ``TheLoopError`` with a sentence when it cannot be built.
+    """
+    from the_loop.dispatch.factory import build_dispatcher
+
+    return build_dispatcher(
+        context.config,
+        registry=stores.registry,
+        control_store=stores.control,
+        events=stores.events,
+        portable=stores.store,
+    )

@@ -65,11 +65,40 @@ class Harness(ABC):
 
 
 class _AgentCli(Harness):
-    """An agent CLI: ``<binary> <flag> <id> [--model M] [args...] [<prompt>]``."""
+    """An agent CLI: ``<binary> <flag> <id> [--model M] [args...] [<prompt>]``.
+
+    Subclasses name their flags: ``start_flag`` for a new session, ``resume_flag``
+    to resume one.
+    """
+
+    start_flag = ""
+    resume_flag = ""
 
     def __init__(self, binary: str, args: Sequence[str] = ()) -> None:
         super().__init__(binary)
         self.args = tuple(args)
+
+    def start_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str,
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        return self._argv(self.start_flag, session_id, model, prompt)
+
+    def resume_argv(
+        self,
+        *,
+        session_id: str,
+        work_item: WorkItemRef,
+        prompt: str = "",
+        model: str = "",
+        effort: str = "",
+    ) -> list[str]:
+        return self._argv(self.resume_flag, session_id, model, prompt)
 
     def _argv(self, flag: str, session_id: str, model: str, prompt: str) -> list[str]:
         if not session_id or session_id.startswith("-"):
@@ -88,31 +117,11 @@ class ClaudeHarness(_AgentCli):
     """
 
     name = "claude"
+    start_flag = "--session-id"
+    resume_flag = "--resume"
 
     def __init__(self, binary: str = "claude", args: Sequence[str] = ()) -> None:
         super().__init__(binary, args)
-
-    def start_argv(
-        self,
-        *,
-        session_id: str,
-        work_item: WorkItemRef,
-        prompt: str,
-        model: str = "",
-        effort: str = "",
-    ) -> list[str]:
-        return self._argv("--session-id", session_id, model, prompt)
-
-    def resume_argv(
-        self,
-        *,
-        session_id: str,
-        work_item: WorkItemRef,
-        prompt: str = "",
-        model: str = "",
-        effort: str = "",
-    ) -> list[str]:
-        return self._argv("--resume", session_id, model, prompt)
 
 
 class CursorHarness(_AgentCli):
@@ -120,31 +129,11 @@ class CursorHarness(_AgentCli):
     [args...] [<prompt>]`` both to start and to resume (``effort`` is not passed)."""
 
     name = "cursor"
+    start_flag = "--resume"
+    resume_flag = "--resume"
 
     def __init__(self, binary: str = "cursor-agent", args: Sequence[str] = ()) -> None:
         super().__init__(binary, args)
-
-    def start_argv(
-        self,
-        *,
-        session_id: str,
-        work_item: WorkItemRef,
-        prompt: str,
-        model: str = "",
-        effort: str = "",
-    ) -> list[str]:
-        return self._argv("--resume", session_id, model, prompt)
-
-    def resume_argv(
-        self,
-        *,
-        session_id: str,
-        work_item: WorkItemRef,
-        prompt: str = "",
-        model: str = "",
-        effort: str = "",
-    ) -> list[str]:
-        return self._argv("--resume", session_id, model, prompt)
 
 
 class CommandHarness(Harness):

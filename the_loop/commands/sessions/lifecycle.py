@@ -24,7 +24,7 @@ from the_loop.commands.common import (
     work_item_parent,
 )
 from the_loop.commands.sessions.comments import comment_parent, post_keyword
-from the_loop.commands.stores import Stores, open_stores
+from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.control import PAUSE, RESUME, START, STOP
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
 from the_loop.sessions.ref import WorkItemRef
@@ -96,19 +96,6 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--dry-run", action="store_true", help="say what would be released; change nothing"
     )
     cleanup.set_defaults(func=run_cleanup)
-
-
-def open_dispatcher(context: Context, stores: Stores) -> Dispatcher:
-    """The dispatcher of this invocation, built from the config and the open stores."""
-    from the_loop.dispatch.factory import build_dispatcher
-
-    return build_dispatcher(
-        context.config,
-        registry=stores.registry,
-        control_store=stores.control,
-        events=stores.events,
-        portable=stores.store,
-    )
 
 
 # -- close and stop ----------------------------------------------------------

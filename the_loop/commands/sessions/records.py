@@ -27,7 +27,7 @@ from the_loop.commands.common import (
     work_item_parent,
     work_item_type,
 )
-from the_loop.commands.stores import Stores, open_stores
+from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.errors import EXIT_OK, TheLoopError, UsageError
 from the_loop.sessions.ref import WorkItemRef
 from the_loop.sessions.session import CLOSED, STATUSES, Session
@@ -264,7 +264,6 @@ def run_attach(args: argparse.Namespace, execvp: Exec = os.execvp) -> int:
     context = load_context(args)
     stores = open_stores(context)
     session = _attachable(stores, ref)
-    from the_loop.commands.sessions.lifecycle import open_dispatcher
 
     dispatcher = open_dispatcher(context, stores)
     state = dispatcher.liveness(session)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import FORMAT_JSON, FORMAT_TEXT, format_parent, work_item_type
@@ -140,10 +141,12 @@ def _selected(args: argparse.Namespace, stores: Stores) -> list[WorkItemRef]:
 def _reset_all(
     args: argparse.Namespace, context: Context, stores: Stores, items: list[WorkItemRef]
 ) -> tuple[list[ResetOutcome], dict[str, str]]:
+    from the_loop.commands.stores import open_dispatcher
     from the_loop.fsio import DirectorySyncs
     from the_loop.reset import reset_work_item
 
-    close = None if args.dry_run else LazyClose(_dispatcher_builder(context, stores), _unavailable)
+    build = partial(open_dispatcher, context, stores)
+    close = None if args.dry_run else LazyClose(build, _unavailable)
     syncs = DirectorySyncs()
     outcomes: list[ResetOutcome] = []
     with stores.store.batch():
@@ -170,21 +173,6 @@ def _unavailable(problem: str) -> None:
         f"warning: cannot end live sessions ({problem}); resetting the records only",
         file=sys.stderr,
     )
-
-
-def _dispatcher_builder(context: Context, stores: Stores) -> Callable[[], Dispatcher]:
-    def build() -> Dispatcher:
-        from the_loop.dispatch.factory import build_dispatcher
-
-        return build_dispatcher(
-            context.config,
-            registry=stores.registry,
-            control_store=stores.control,
-            events=stores.events,
-            portable=stores.store,
-        )
-
-    return build
 
 
 def _checkout_previews(
