@@ -1,14 +1,172 @@
-"""`the-loop state`: placeholder until its issue lands."""
+"""``the-loop state check | paths | attributes``: where state lives, and what is retired.
+
+``check`` lists the retired locations older releases left on this machine (it reads
+only and deletes nothing; exit 1 while any is left). ``paths`` and ``attributes``
+print the declarations ``GENERATED_PATHS`` and ``ATTRIBUTES``.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import dataclasses
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from the_loop.commands.common import (
+    FORMAT_JSON,
+    FORMAT_TABLE,
+    format_parent,
+    load_context,
+    print_json,
+    print_table,
+    state_dir_parent,
+    warn,
+)
+from the_loop.errors import EXIT_FAILED, EXIT_OK
+
+if TYPE_CHECKING:
+    from the_loop.upgrade import UpgradeReport
+
+CHECK_HEADERS = ["KIND", "READ", "WORK ITEM", "PATH", "DETAIL"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register `state`."""
+    """Register ``state`` and its actions."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "state", help="state (not yet available)"
+        "state",
+        help="where the-loop keeps state, and what older releases left behind",
+        description="Inspect the layout of the-loop's state: the retired locations an "
+        "older release left on this machine, the generated paths and the attribute rule.",
     )
+    actions = parser.add_subparsers(dest="action", metavar="<action>", required=True)
+    formats = format_parent(FORMAT_TABLE, FORMAT_JSON, default=FORMAT_TABLE)
+    check = actions.add_parser(
+        "check",
+        parents=[state_dir_parent(), formats],
+        help="list retired state locations (reads only; deletes nothing)",
+        description="List the state locations older releases wrote that the-loop has "
+        "retired: the legacy sessions/ tree, pull requests' own portable records, portable "
+        "graph sections and graph-state.json files. Says which are still read as a "
+        "fallback and what replaced each. Deletes nothing. Exit 0 when nothing retired is "
+        "left, 1 otherwise.",
+    )
+    check.add_argument(
+        "--checkout",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        default=[],
+        help="a checkout to scan for graph-state.json (repeatable)",
+    )
+    check.add_argument(
+        "--no-discover",
+        dest="discover",
+        action="store_false",
+        help="scan only the --checkout directories, not the cwd of every session record "
+        "and every checkout under routing.workspace.root",
+    )
+    check.set_defaults(func=run_check)
+    paths = actions.add_parser(
+        "paths",
+        parents=[formats],
+        help="list every path the-loop generates under the state root",
+        description="Print GENERATED_PATHS: every path under the state root, whether it "
+        "travels, what it holds and why it exists.",
+    )
+    paths.set_defaults(func=run_paths)
+    attributes = actions.add_parser(
+        "attributes",
+        parents=[formats],
+        help="print the attribute rule: which key may live in which file",
+        description="Print ATTRIBUTES: every top-level key of the three per-work-item "
+        "files with its kind, and the kinds each file may hold.",
+    )
+    attributes.set_defaults(func=run_attributes)
     return parser
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Report retired locations; exit 1 while any is left."""
+    from the_loop.commands.stores import open_stores
+    from the_loop.errors import UsageError
+    from the_loop.upgrade import default_checkouts, find_retired
+
+    given: list[Path] = list(args.checkout)
+    missing = [str(path) for path in given if not path.is_dir()]
+    if missing:
+        raise UsageError(f"--checkout {missing[0]}: not a directory")
+    context = load_context(args)
+    stores = open_stores(context, source="state")
+    checkouts = [Path(os.path.abspath(path)) for path in given]
+    if args.discover:
+        root = context.config.get_str("routing.workspace.root", "")
+        workspace = Path(root).expanduser() if root else None
+        checkouts += default_checkouts(stores.registry, workspace, on_warning=warn)
+    report = find_retired(
+        layout=context.layout, registry=stores.registry, store=stores.store, checkouts=checkouts
+    )
+    if args.format == FORMAT_JSON:
+        print_json(report.to_dict())
+    elif report.clean:
+        print("nothing retired is left on this machine")
+    else:
+        _print_report(report)
+    return EXIT_OK if report.clean else EXIT_FAILED
+
+
+def _print_report(report: UpgradeReport) -> None:
+    from the_loop.upgrade import RETIRED_KINDS
+
+    rows = [
+        [item.kind, "yes" if item.read else "no", item.ref or "-", item.path, item.detail]
+        for item in report.locations
+    ]
+    print_table(CHECK_HEADERS, rows)
+    kinds = list(dict.fromkeys(item.kind for item in report.locations))
+    print()
+    print("replaced by:")
+    width = max(len(kind) for kind in kinds)
+    for kind in kinds:
+        print(f"  {kind.ljust(width)}  {RETIRED_KINDS[kind][1]}")
+    count, read = len(report.locations), len(report.still_read)
+    noun = "location" if count == 1 else "locations"
+    print()
+    print(
+        f"{count} retired {noun} left, {read} still read as a fallback; nothing was deleted. "
+        "Remove what is no longer read once you no longer need it."
+    )
+
+
+def run_paths(args: argparse.Namespace) -> int:
+    """Print ``GENERATED_PATHS``."""
+    from the_loop.state import GENERATED_PATHS
+
+    if args.format == FORMAT_JSON:
+        print_json({"paths": [dataclasses.asdict(path) for path in GENERATED_PATHS]})
+        return EXIT_OK
+    rows = [
+        [path.where, "yes" if path.portable else "no", path.name, path.holds]
+        for path in GENERATED_PATHS
+    ]
+    print_table(["WHERE", "TRAVELS", "NAME", "HOLDS"], rows)
+    return EXIT_OK
+
+
+def run_attributes(args: argparse.Namespace) -> int:
+    """Print ``ATTRIBUTES`` (and, as JSON, the files, kinds and allowed kinds too)."""
+    from the_loop.state import ALLOWED_KINDS, ATTRIBUTE_FILES, ATTRIBUTE_KINDS, ATTRIBUTES
+
+    if args.format == FORMAT_JSON:
+        print_json(
+            {
+                "files": [dataclasses.asdict(item) for item in ATTRIBUTE_FILES],
+                "kinds": dict(ATTRIBUTE_KINDS),
+                "allowedKinds": {name: list(kinds) for name, kinds in ALLOWED_KINDS.items()},
+                "attributes": [dataclasses.asdict(item) for item in ATTRIBUTES],
+            }
+        )
+        return EXIT_OK
+    rows = [[item.file, item.key, item.kind, item.holds] for item in ATTRIBUTES]
+    print_table(["FILE", "KEY", "KIND", "HOLDS"], rows)
+    return EXIT_OK
