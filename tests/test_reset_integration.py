@@ -346,3 +346,42 @@ def test_an_unwritable_record_fails_its_item_and_the_others_go_on(
     assert f"{OTHER.ref}: reset — removed session, control, poll" in captured.out
     assert machine.registry.path_for(ITEM).exists() and machine.store.path_for(ITEM).exists()
     assert captured.out.endswith("reset 1 work item, 1 failed\n")
+
+
+def test_reset_posts_nothing_to_the_ticket_even_with_a_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Design § Why it posts no comment: with a token and an API configured, reset
+    makes no request at all (decision 002)."""
+    import http.server
+    import threading
+
+    requests: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            requests.append(self.path)
+            self.send_response(201)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        api = f"http://127.0.0.1:{server.server_address[1]}"
+        machine = Machine(tmp_path, f"integrations:\n  github:\n    apiUrl: {api}\n")
+        monkeypatch.setenv("GITHUB_TOKEN", "secret-token")
+        machine.session(ITEM)
+        machine.armed(ITEM)
+        assert machine.run("--work-item", ITEM.ref) == 0
+        assert (
+            main(["--config", str(machine.config), "sessions", "pause", "--work-item", ITEM.ref])
+            == 0
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert requests == [f"/repos/{ITEM.owner}/{ITEM.repo}/issues/{ITEM.number}/comments"]
