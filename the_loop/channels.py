@@ -146,10 +146,13 @@ class ChannelState:
         """
         item = as_ref(ref)
         _require_text(channel=channel, cursor=cursor)
-        current = self.cursor(item, channel, thread)
-        if current and not _after(cursor, current):
-            return False
-        return self.registry.set_channel_cursor(item, channel, thread, cursor)
+        return self.registry.advance_channel_cursor(
+            item,
+            channel,
+            thread,
+            cursor,
+            accept=lambda current: not current or _after(cursor, current),
+        )
 
     def _warn(self, message: str) -> None:
         if self._on_warning is not None:

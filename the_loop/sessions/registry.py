@@ -319,16 +319,24 @@ class SessionRegistry:
     ) -> bool:
         """Set ``thread``'s ``cursor`` of ``channel`` in ``ref``'s record; False without one."""
 
-        def moved(record: Session) -> Session:
-            channels = copy.deepcopy(dict(record.channels))
-            entry = channels.get(channel)
-            entry = cast(dict[str, Any], entry) if isinstance(entry, dict) else {}
-            cursors = entry.get("cursors")
-            cursors = cast(dict[str, Any], cursors) if isinstance(cursors, dict) else {}
-            channels[channel] = {**entry, "cursors": {**cursors, thread: cursor}}
-            return replace(record, channels=channels)
-
+        moved = _cursor_change(channel, thread, cursor, accept=None)
         return self._change(as_work_item_ref(ref), moved)[0] is not None
+
+    def advance_channel_cursor(
+        self,
+        ref: WorkItemRef | str,
+        channel: str,
+        thread: str,
+        cursor: str,
+        *,
+        accept: Callable[[str], bool],
+    ) -> bool:
+        """Move ``thread``'s cursor to ``cursor`` when ``accept(current)`` holds, under the lock.
+
+        ``current`` is the stored cursor (``""`` when none). True when it was written.
+        """
+        moved = _cursor_change(channel, thread, cursor, accept=accept)
+        return self._change(as_work_item_ref(ref), moved)[1] is not None
 
     # -- internals -----------------------------------------------------------
 
@@ -427,3 +435,23 @@ def _linked(record: Session, pr: WorkItemRef) -> Session | None:
         return None
     endpoint = Session(pr, "", "", cwd=record.cwd, status=ACTIVE, created_at=utc_timestamp())
     return record.with_endpoint(endpoint)
+
+
+def _cursor_change(
+    channel: str, thread: str, cursor: str, *, accept: Callable[[str], bool] | None
+) -> Callable[[Session], Session | None]:
+    """The record change that sets one channel cursor (None: leave the record as it is)."""
+
+    def moved(record: Session) -> Session | None:
+        channels = copy.deepcopy(dict(record.channels))
+        entry = channels.get(channel)
+        entry = cast(dict[str, Any], entry) if isinstance(entry, dict) else {}
+        cursors = entry.get("cursors")
+        cursors = cast(dict[str, Any], cursors) if isinstance(cursors, dict) else {}
+        current = cursors.get(thread)
+        if accept is not None and not accept(current if isinstance(current, str) else ""):
+            return None
+        channels[channel] = {**entry, "cursors": {**cursors, thread: cursor}}
+        return replace(record, channels=channels)
+
+    return moved
