@@ -283,3 +283,19 @@ def test_a_missing_working_directory_or_a_bad_env_name_starts_nothing(tmp_path: 
     with pytest.raises(ValueError, match="environment variable"):
         tmux.spawn("loop-a", tmp_path, AGENT, env={"A=B": "x"})
     assert "new-session" not in [call[3] for call in fake.calls]
+
+
+def test_live_sessions_lists_exactly_the_sessions_with_a_running_pane(
+    tmux: TmuxRunner, tmp_path: Path
+) -> None:
+    assert tmux.live_sessions() == set()
+    tmux.spawn("loop-a-1", tmp_path, ["bash", "-c", "echo ready; exec sleep 300"])
+    tmux.spawn("loop-b-1", tmp_path, ["true"])
+    assert wait_until(lambda: tmux.liveness("loop-b-1") == "dead")
+    assert tmux.live_sessions() == {"loop-a-1"}
+    tmux.terminate_harness("loop-a-1", grace_seconds=5)
+    assert tmux.live_sessions() == set()
+
+
+def test_live_sessions_is_none_when_tmux_does_not_answer(tmp_path: Path) -> None:
+    assert TmuxRunner(binary=str(tmp_path / "no-tmux"), timeout=5).live_sessions() is None

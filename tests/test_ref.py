@@ -64,6 +64,9 @@ def test_a_host_with_a_port_collapses_into_a_safe_slug() -> None:
         "github:a/b/c/d#1",
         "github:octo/re$po#1",
         "github:bad_host!/octo/repo#1",
+        "github:octo/repo/x#1",
+        "github:octo/" + "r" * 300 + "#1",
+        "github:octo/repo#1234567890123456789",
     ],
 )
 def test_bad_refs_are_refused_with_a_message_naming_them(text: str) -> None:

@@ -79,14 +79,23 @@ def root(tmp_path: Path) -> Root:
 
 
 class FakeClose:
-    def __init__(self, removes_checkout: bool = True, error: Exception | None = None) -> None:
+    """The close path at its process boundary: closes the record like the dispatcher,
+    then reports a removed checkout (or raises)."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        removes_checkout: bool = True,
+        error: Exception | None = None,
+    ) -> None:
+        self.registry = registry
         self.calls: list[Session] = []
         self.removes_checkout = removes_checkout
         self.error = error
-        self.registry_had_record: list[bool] = []
 
     def __call__(self, session: Session) -> bool:
         self.calls.append(session)
+        self.registry.close(session.work_item, reason="reset")
         if self.error is not None:
             raise self.error
         return self.removes_checkout
@@ -112,7 +121,7 @@ def test_every_piece_together_in_removal_order(root: Root) -> None:
     root.armed(ITEM)
     root.store.write_pull_request_ledger(ITEM, "github:octo/lib#7", {"seenComments": []})
     root.store.write_section(ITEM, CHANNELS, {"slack": {"channel": "C1"}})
-    outcome = root.reset(ITEM, close=FakeClose())
+    outcome = root.reset(ITEM, close=FakeClose(root.registry))
     assert outcome.removed == (WORKSPACE, SESSION, CONTROL, POLL, PULL_REQUESTS, CHANNELS)
     assert list(outcome.removed) == [p for p in PIECES if p in outcome.removed]
     assert outcome.ok and outcome.was_live and outcome.ended
@@ -129,6 +138,7 @@ def test_a_live_session_is_closed_before_its_record_goes(root: Root) -> None:
     def close(session: Session) -> bool:
         seen.append(root.registry.find_by_work_item(ITEM, include_closed=True) is not None)
         seen.append(root.control.get(ITEM) is not None)
+        root.registry.close(ITEM)
         return False
 
     root.armed(ITEM)
@@ -140,7 +150,7 @@ def test_a_live_session_is_closed_before_its_record_goes(root: Root) -> None:
 def test_a_paused_session_counts_as_live(root: Root) -> None:
     """Unit: a paused session counts as live."""
     root.session(ITEM, "paused")
-    close = FakeClose()
+    close = FakeClose(root.registry)
     outcome = root.reset(ITEM, close=close)
     assert len(close.calls) == 1 and outcome.was_live and outcome.ended
 
@@ -148,7 +158,7 @@ def test_a_paused_session_counts_as_live(root: Root) -> None:
 def test_a_closed_record_is_still_removed_without_closing_again(root: Root) -> None:
     """Unit: a closed record is still removed."""
     root.session(ITEM, "closed")
-    close = FakeClose()
+    close = FakeClose(root.registry)
     outcome = root.reset(ITEM, close=close)
     assert close.calls == []
     assert outcome.removed == (SESSION,) and not outcome.was_live
@@ -173,7 +183,7 @@ def test_a_dry_run_writes_nothing_and_emits_nothing(root: Root) -> None:
     root.session(ITEM)
     root.armed(ITEM)
     before = {p: p.read_bytes() for p in root.layout.root.rglob("*") if p.is_file()}
-    close = FakeClose()
+    close = FakeClose(root.registry)
     outcome = root.reset(ITEM, close=close, dry_run=True)
     after = {p: p.read_bytes() for p in root.layout.root.rglob("*") if p.is_file()}
     assert before == after
@@ -187,7 +197,7 @@ def test_a_raising_close_is_reported_and_the_records_still_go(root: Root) -> Non
     """Design § Error handling: close path raises → reported, record removal proceeds."""
     root.session(ITEM)
     root.armed(ITEM)
-    outcome = root.reset(ITEM, close=FakeClose(error=RuntimeError("tmux exploded")))
+    outcome = root.reset(ITEM, close=FakeClose(root.registry, error=RuntimeError("tmux exploded")))
     assert outcome.errors == ("could not end the session: tmux exploded",)
     assert not outcome.ended
     assert outcome.removed == (SESSION, CONTROL, POLL)
@@ -195,7 +205,13 @@ def test_a_raising_close_is_reported_and_the_records_still_go(root: Root) -> Non
 
 
 class FailingForget(SessionRegistry):
-    def forget(self, ref: WorkItemRef | str, *, syncs: DirectorySyncs | None = None) -> bool:
+    def forget(
+        self,
+        ref: WorkItemRef | str,
+        *,
+        syncs: DirectorySyncs | None = None,
+        only_if_not_live: bool = False,
+    ) -> bool:
         raise PermissionError(13, "Permission denied", str(self.path_for(ref)))
 
 
@@ -338,4 +354,75 @@ def test_items_only_in_the_legacy_tree_are_enumerated_until_sealed(root: Root) -
     assert work_items_with_state(root.registry, root.store) == [ITEM, OTHER]
     assert root.reset(ITEM).removed == (CONTROL,)
     assert root.reset(OTHER).removed == (POLL,)
+    assert work_items_with_state(root.registry, root.store) == []
+
+
+class CheckoutGoneThenFailed(Exception):
+    checkout_removed = True
+
+
+def test_a_close_that_fails_after_removing_the_checkout_still_reports_it(root: Root) -> None:
+    """R5.4: the removed checkout is an irreversible fact, reported even when the close
+    failed later (SessionCloseError carries checkout_removed)."""
+    root.session(ITEM)
+    outcome = root.reset(ITEM, close=FakeClose(root.registry, error=CheckoutGoneThenFailed("x")))
+    assert outcome.removed == (WORKSPACE, SESSION)
+    assert outcome.errors == ("could not end the session: x",) and not outcome.ended
+
+
+def test_a_closed_record_whose_harness_still_runs_is_ended_first(root: Root) -> None:
+    """Crash safety: a close interrupted after the record closed leaves the agent running;
+    the next reset sees it (still_running) and ends it before forgetting the record."""
+    root.session(ITEM, "closed")
+    close = FakeClose(root.registry, removes_checkout=False)
+    outcome = root.reset(ITEM, close=close, still_running=lambda session: True)
+    assert len(close.calls) == 1 and outcome.was_live and outcome.ended
+    assert outcome.removed == (SESSION,)
+    dry = root.reset(ITEM, dry_run=True, still_running=lambda session: True)
+    assert not dry.found
+
+
+def test_a_session_registered_during_the_reset_is_not_forgotten(root: Root) -> None:
+    """State §6: a session that went live after the lookup is kept, and its item is not
+    disarmed; the reset reports the item as failed."""
+    root.session(ITEM, "closed")
+    root.armed(ITEM)
+
+    class RegistersMeanwhile(SessionRegistry):
+        def forget(self, ref: Any, **kwargs: Any) -> bool:
+            root.registry.register(
+                Session(work_item=ITEM, harness="claude", harness_session_id="new"), force=True
+            )
+            return super().forget(ref, **kwargs)
+
+    registry = RegistersMeanwhile(root.layout.local_dir)
+    outcome = reset_work_item(ITEM, registry=registry, store=root.store)
+    assert outcome.errors and "a live session was registered meanwhile" in outcome.errors[0]
+    live = root.registry.find_by_work_item(ITEM)
+    assert live is not None and live.harness_session_id == "new"
+    assert root.control.start_requested(ITEM)
+
+
+def test_a_log_that_cannot_be_appended_to_fails_the_item(root: Root) -> None:
+    """R4: what it says it logs — an event that could not be written is an error."""
+    root.armed(ITEM)
+    root.layout.event_log.mkdir(parents=True)
+    outcome = root.reset(ITEM)
+    assert outcome.removed == (CONTROL, POLL)
+    assert outcome.errors == (
+        f"could not append the session.reset event to {root.layout.event_log}",
+    )
+
+
+def test_unreadable_records_that_name_their_ref_are_enumerated(root: Root) -> None:
+    """State §3/§4: an unreadable record of a known ref is found by --all and removed."""
+    local = root.registry.path_for(ITEM)
+    local.parent.mkdir(parents=True)
+    local.write_text(json.dumps({"version": 2, "workItem": ITEM.ref, "sessions": "oops"}))
+    portable = root.store.path_for(OTHER)
+    portable.parent.mkdir(parents=True)
+    portable.write_text(json.dumps({"ref": OTHER.ref, "control": "not an object"}))
+    assert work_items_with_state(root.registry, root.store) == [ITEM, OTHER]
+    assert root.reset(ITEM).removed == (SESSION,)
+    assert root.reset(OTHER).removed == (RECORD,)
     assert work_items_with_state(root.registry, root.store) == []

@@ -105,3 +105,20 @@ def test_a_dry_run_reports_uncommitted_files_and_unpushed_commits(
         "would remove the workspace checkout — 2 uncommitted files and 1 unpushed commit "
         "would be lost"
     )
+
+
+def test_a_closed_record_whose_agent_still_runs_is_ended_by_reset(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Crash safety: a close interrupted after the record was closed leaves the agent
+    running; reset sees the live tmux pane, ends it, then forgets the record."""
+    pids = _start(world)
+    world.registry().close(ITEM, reason="interrupted")
+    capsys.readouterr()
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref, "--dry-run") == 0
+    assert f"{ITEM.ref}: would end a live command session" in capsys.readouterr().out
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref) == 0
+    out = capsys.readouterr().out
+    assert f"{ITEM.ref}: ended a live command session" in out
+    assert all(process_gone(pid) for pid in pids)
+    assert not world.worktree(ITEM).exists()

@@ -26,6 +26,7 @@ from the_loop.workitem import POLL, WorkItemStore
 ITEM = WorkItemRef.parse("github:octo/repo#15")
 OTHER = WorkItemRef.parse("github:octo/repo#21")
 STRANGERS = ("notes.txt", "README.json", "x.json", ".github-octo-repo-15.json.abc.tmp")
+STATE_DIRS = ("", "local", "portable", "logs", "locks", "locks/local", "locks/portable", "sessions")
 
 
 class Machine:
@@ -69,7 +70,8 @@ class Machine:
 
     def strangers(self) -> list[Path]:
         placed: list[Path] = []
-        for directory in (self.layout.local_dir, self.layout.portable_dir, self.layout.root):
+        for name in STATE_DIRS:
+            directory = self.layout.root / name
             directory.mkdir(parents=True, exist_ok=True)
             for name in STRANGERS:
                 path = directory / name
@@ -174,7 +176,6 @@ def test_both_selectors_is_a_usage_error(machine: Machine) -> None:
         "github:octo/repo/x#1",
         "github:../repo#1",
         "github:octo/..#1",
-        "-github:octo/repo#1",
         "github:-octo/repo#1",
         "github:octo/re\x00po#1",
         "github:/octo/repo#1",
@@ -385,3 +386,89 @@ def test_reset_posts_nothing_to_the_ticket_even_with_a_token(
         server.shutdown()
         server.server_close()
     assert requests == [f"/repos/{ITEM.owner}/{ITEM.repo}/issues/{ITEM.number}/comments"]
+
+
+def test_a_leading_dash_ref_given_with_equals_is_refused_by_the_ref_parser(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Security § argv → path: a leading '-' reaches WorkItemRef.parse and is refused."""
+    machine.armed(ITEM)
+    before = machine.snapshot()
+    with pytest.raises(SystemExit) as raised:
+        machine.run(f"--work-item={ITEM.ref}", "--work-item=-github:octo/repo#1")
+    assert raised.value.code == 2
+    assert "invalid work item '-github:octo/repo#1'" in capsys.readouterr().err
+    assert machine.snapshot() == before
+
+
+def test_all_on_a_clean_machine_still_prints_one_json_document(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cli.md: JSON is one document on stdout, also when there is nothing to reset."""
+    assert machine.run("--all", "--format", "json") == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"dryRun": False, "workItems": [], "warnings": []}
+    assert "nothing to reset: this machine holds no work-item state" in captured.err
+
+
+def test_an_index_that_cannot_be_rewritten_is_reported_after_the_items(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """State §6 honest errors: the batch's end fails → every item is still reported,
+    one error line says what failed, exit 1, no traceback."""
+    machine.armed(ITEM)
+    machine.store.rebuild_index()
+    machine.layout.portable_index.unlink()
+    machine.layout.portable_index.mkdir()
+    assert machine.run("--work-item", ITEM.ref) == 1
+    captured = capsys.readouterr()
+    assert f"{ITEM.ref}: reset — removed control, poll" in captured.out
+    assert "error: could not rewrite the portable index" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_a_failing_seal_write_is_reported_and_claims_nothing(
+    machine: Machine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R2.5 fault injection on a write: the seal rewrite fails → per-item error, exit 1,
+    and the portable pieces are not named as removed."""
+    legacy = legacy_layout(machine.layout)
+    legacy.control_dir.mkdir(parents=True)
+    (legacy.control_dir / f"{ITEM.slug}.json").write_text(
+        json.dumps({"ref": ITEM.ref, "command": "start", "source": "comment"})
+    )
+    machine.session(ITEM)
+    machine.armed(OTHER)
+    real_replace = os.replace
+
+    def failing_replace(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        if os.fspath(dst) == str(machine.store.path_for(ITEM)):
+            raise OSError(28, "No space left on device", os.fspath(dst))
+        real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    assert machine.run("--all") == 1
+    captured = capsys.readouterr()
+    assert f"{ITEM.ref}: reset — removed session\n" in captured.out
+    assert f"{ITEM.ref}: error: could not clear the work-item record: No space" in captured.err
+    assert f"{OTHER.ref}: reset — removed control, poll" in captured.out
+    assert machine.control.start_requested(ITEM)
+
+
+def test_a_failing_directory_sync_is_reported(
+    machine: Machine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """State §6 durability: a removal that cannot be made durable is not a success."""
+    machine.session(ITEM)
+    real_fsync = os.fsync
+
+    def failing_fsync(fd: int) -> None:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    assert machine.run("--work-item", ITEM.ref) == 1
+    assert "error: could not make the removals durable: Input/output error" in (
+        capsys.readouterr().err
+    )

@@ -38,8 +38,8 @@ EVENT_TYPES: dict[str, str] = {
     "command_source, tmux_killed, checkout_removed, checkouts, record_removed, control_recorded, "
     "errors).",
     "session.reset": "A work item's local CLI state was reset (work_item, actor, removed: the "
-    "pieces erased — workspace|session|control|poll|pullRequests|channels, empty when nothing "
-    "was found; was_live; found; error).",
+    "pieces erased — workspace|session|control|poll|pullRequests|channels|record, empty when "
+    "nothing was found; was_live; ended; found; error).",
     "workspace.prepared": "A checkout was prepared for a work item (work_item, path, strategy).",
     "workspace.cleaned": "A work item's checkout was removed (work_item, path).",
     "control.recorded": "An authorized command was recorded in the control section (work_item, "

@@ -10,9 +10,11 @@ the caller defers the directory sync to a :class:`DirectorySyncs` batch).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
@@ -34,6 +36,20 @@ def fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_directory(directory: Path) -> None:
+    """``mkdir -p`` that makes every directory it creates durable (syncs each new one's parent)."""
+    if directory.is_dir():
+        return
+    missing: list[Path] = []
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        fsync_directory(created.parent)
 
 
 class DirectorySyncs:
@@ -80,7 +96,7 @@ def write_json(
 def write_text(path: Path, text: str, *, syncs: DirectorySyncs | None = None) -> None:
     """Atomically and durably replace ``path`` with ``text`` (see :func:`write_json`)."""
     directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
+    make_directory(directory)
     fd, temp_name = tempfile.mkstemp(
         prefix=TEMP_PREFIX + path.name + ".", suffix=TEMP_SUFFIX, dir=directory
     )
@@ -111,6 +127,47 @@ def read_json(path: Path) -> Any:
     """Parse ``path`` as JSON; ``FileNotFoundError``, ``OSError`` and ``ValueError`` propagate."""
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def read_object(path: Path) -> tuple[str, object, str]:
+    """``(status, parsed JSON, problem)`` of a record file, with one open; never raises.
+
+    ``status`` is ``absent``, ``ok``, ``unreadable`` (not JSON, or unreadable), or
+    ``stranger``: a symlink, FIFO, directory or other non-regular file, which is
+    someone else's and never followed or blocked on.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
+            return "absent", None, ""
+        status = "stranger" if error.errno == errno.ELOOP else "unreadable"
+        return status, None, f"it cannot be opened ({error.strerror})"
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        info = None
+    if info is None or not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        return "stranger", None, "it is not a regular file"
+    try:
+        return "ok", json.loads(_read_to_end(fd, info.st_size)), ""
+    except (ValueError, OSError) as error:
+        return "unreadable", None, f"it is not valid JSON ({error})"
+    finally:
+        os.close(fd)
+
+
+def _read_to_end(fd: int, size: int) -> bytes:
+    """Every byte of ``fd``: one ``read`` for a regular file of ``size`` bytes, more if it grew."""
+    chunks: list[bytes] = []
+    want = size + 1
+    while chunk := os.read(fd, want):
+        chunks.append(chunk)
+        if len(chunk) < want:
+            break
+        want = 1 << 16
+    return b"".join(chunks)
 
 
 @contextlib.contextmanager

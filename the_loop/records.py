@@ -12,12 +12,23 @@ import contextlib
 import os
 from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any, TypeVar
 
 from the_loop.fsio import locked
 from the_loop.sessions.ref import WorkItemRef, is_record_file_name
 
 #: Reads the ref a record file stores; None when the file is unreadable or names none.
 StoredRef = Callable[[Path], "str | None"]
+Loaded = TypeVar("Loaded")
+
+
+class _Snapshot:
+    """One directory as first seen inside a ``snapshot()`` block: names and loaded files."""
+
+    def __init__(self) -> None:
+        self.names: set[str] | None = None
+        self.records: list[Path] | None = None
+        self.loaded: dict[str, Any] = {}
 
 
 class RecordDirectory:
@@ -26,6 +37,8 @@ class RecordDirectory:
     def __init__(self, directory: Path, locks_dir: Path) -> None:
         self.directory = Path(directory)
         self.locks_dir = Path(locks_dir)
+        self._snapshot: _Snapshot | None = None
+        self._snapshot_depth = 0
 
     def plain_path(self, ref: WorkItemRef) -> Path:
         return self.directory / f"{ref.slug}.json"
@@ -40,37 +53,98 @@ class RecordDirectory:
         no disambiguated file exists); otherwise the disambiguated name.
         """
         plain = self.plain_path(ref)
-        other = self.disambiguated_path(ref)
-        if not os.path.lexists(plain):
-            return other if os.path.lexists(other) else plain
+        if not self._exists(plain):
+            other = self.disambiguated_path(ref)
+            return other if self._exists(other) else plain
         owner = stored_ref(plain)
         if owner == ref.ref:
             return plain
-        if owner is None and not os.path.lexists(other):
+        other = self.disambiguated_path(ref)
+        if owner is None and not self._exists(other):
             return plain
         return other
+
+    def _exists(self, path: Path) -> bool:
+        """``os.path.lexists`` of a file of this directory (from the snapshot, inside one)."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return os.path.lexists(path)
+        if snapshot.names is None:
+            try:
+                snapshot.names = set(os.listdir(self.directory))
+            except OSError:
+                snapshot.names = set()
+        return path.name in snapshot.names
+
+    def load(self, path: Path, loader: Callable[[Path], Loaded]) -> Loaded:
+        """``loader(path)`` for a file of this directory; inside a snapshot, once per file."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return loader(path)
+        name = path.name
+        if name not in snapshot.loaded:
+            snapshot.loaded[name] = loader(path)
+        return snapshot.loaded[name]
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Generator[None]:
+        """Within the block, reads see the directory as first read in it.
+
+        Each file is listed and loaded at most once; values loaded are shared, so
+        callers must not change them. For read-only phases (a listing, a dry run,
+        the selection of ``reset --all``): taking a lock ends the snapshot, so every
+        read from then on goes to the disk.
+        """
+        if self._snapshot_depth == 0:
+            self._snapshot = _Snapshot()
+        self._snapshot_depth += 1
+        try:
+            yield
+        finally:
+            self._snapshot_depth -= 1
+            if self._snapshot_depth == 0:
+                self._snapshot = None
 
     @contextlib.contextmanager
     def lock(self, ref: WorkItemRef) -> Generator[None]:
         """The record lock; refs that share a slug share it, so resolution is serialised too."""
+        self._end_snapshot()
         with locked(self.locks_dir / f"{ref.slug}.lock"):
             yield
 
     def lock_named(self, name: str) -> contextlib.AbstractContextManager[None]:
         """A store-wide lock (e.g. for the index)."""
+        self._end_snapshot()
         return locked(self.locks_dir / f"{name}.lock")
+
+    def _end_snapshot(self) -> None:
+        # A writer reads the disk, and what it writes must not be hidden by a snapshot.
+        self._snapshot = None
 
     def record_files(self) -> list[Path]:
         """Every file whose name looks like a record, sorted by name; never raises."""
+        snapshot = self._snapshot
+        if snapshot is not None and snapshot.records is not None:
+            return list(snapshot.records)
         try:
             entries = list(os.scandir(self.directory))
         except OSError:
             return []
-        files: list[Path] = []
+        names: list[str] = []
         for entry in entries:
             if is_record_file_name(entry.name):
                 with contextlib.suppress(OSError):
                     if entry.is_file(follow_symlinks=False):
-                        files.append(Path(entry.path))
-        files.sort(key=lambda path: path.name)
+                        names.append(entry.name)
+        names.sort()
+        files = [self.directory / name for name in names]
+        if snapshot is not None:
+            snapshot.records = files
+            snapshot.names = {entry.name for entry in entries}
+            return list(files)
         return files
+
+
+def is_named_for(name: str, ref: WorkItemRef) -> bool:
+    """Whether ``name`` is ``ref``'s plain or disambiguated record file name."""
+    return name == f"{ref.slug}.json" or name == f"{ref.disambiguated_slug}.json"

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from the_loop.errors import TheLoopError
 from the_loop.eventlog import EventLog
 from the_loop.fsio import DirectorySyncs
 from the_loop.sessions.ref import WorkItemRef
@@ -31,6 +32,8 @@ PIECES = (WORKSPACE, SESSION, *RESET_SECTIONS, RECORD)
 
 #: Ends a live session; returns True exactly when a workspace checkout was removed.
 CloseSession = Callable[[Session], bool]
+#: Whether a session whose record says closed still has a running harness.
+StillRunning = Callable[[Session], bool]
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ def _end_session(session: Session, close: CloseSession, progress: _Progress) -> 
         checkout_removed = close(session)
     except Exception as error:  # a raising close is reported; the records still go
         progress.errors.append(f"could not end the session: {_describe(error)}")
+        # A close that failed part-way may still have removed a checkout: say so.
+        if getattr(error, "checkout_removed", False) is True:
+            progress.removed.append(WORKSPACE)
         return
     progress.ended = True
     if checkout_removed:
@@ -99,13 +105,23 @@ def _end_session(session: Session, close: CloseSession, progress: _Progress) -> 
 
 
 def _forget_record(
-    item: WorkItemRef, registry: SessionRegistry, syncs: DirectorySyncs | None, progress: _Progress
-) -> None:
+    item: WorkItemRef,
+    registry: SessionRegistry,
+    syncs: DirectorySyncs | None,
+    progress: _Progress,
+    *,
+    only_if_not_live: bool,
+) -> bool:
+    """Forget the record; False when a session registered meanwhile must be kept."""
     try:
-        if registry.forget(item, syncs=syncs):
+        if registry.forget(item, syncs=syncs, only_if_not_live=only_if_not_live):
             progress.removed.append(SESSION)
     except OSError as error:
         progress.errors.append(f"could not remove the session record: {_describe(error)}")
+    except TheLoopError as error:
+        progress.errors.append(f"not reset: {error}")
+        return False
+    return True
 
 
 def _clear_sections(
@@ -122,17 +138,17 @@ def _clear_sections(
 
 
 def _planned_sections(item: WorkItemRef, store: WorkItemStore) -> list[str]:
-    if store.record_status(item) == "unreadable":
+    status, sections = store.load(item)
+    if status == "unreadable":
         return [RECORD]
-    return [name for name in RESET_SECTIONS if store.section(item, name)]
+    return [name for name in RESET_SECTIONS if sections.get(name)]
 
 
 def _lookup(
     item: WorkItemRef, registry: SessionRegistry, progress: _Progress
 ) -> tuple[str, Session | None]:
     try:
-        status = registry.record_status(item)
-        session = registry.find_by_work_item(item, include_closed=True) if status == "ok" else None
+        status, session = registry.load(item)
     except OSError as error:
         progress.errors.append(f"could not read the session record: {_describe(error)}")
         return "absent", None
@@ -149,17 +165,20 @@ def reset_work_item(
     actor: str = "",
     events: EventLog | None = None,
     syncs: DirectorySyncs | None = None,
+    still_running: StillRunning | None = None,
 ) -> ResetOutcome:
     """Reset ``item``: close a live session, forget its record, clear its portable sections.
 
     ``close`` None means "do not close" (a dry run, or no dispatcher): a live
-    session is still reported as ``was_live`` but not ``ended``. A dry run
+    session is still reported as ``was_live`` but not ``ended``. A closed record
+    whose harness ``still_running`` says is running counts as live. A dry run
     changes nothing and emits nothing; a real run emits one ``session.reset``.
     """
     progress = _Progress()
     status, session = _lookup(item, registry, progress)
-    was_live = session is not None and session.is_live
-    harness = session.harness if session is not None else ""
+    was_live = session is not None and (
+        session.is_live or (still_running is not None and still_running(session))
+    )
     if dry_run:
         if status != "absent":
             progress.removed.append(SESSION)
@@ -167,30 +186,47 @@ def reset_work_item(
     else:
         if was_live and close is not None and session is not None:
             _end_session(session, close, progress)
-        if status != "absent":
-            _forget_record(item, registry, syncs, progress)
+        if status != "absent" and not _forget_record(
+            item, registry, syncs, progress, only_if_not_live=not was_live or progress.ended
+        ):
+            return _report(item, progress, session, was_live, dry_run, actor, events)
         _clear_sections(item, store, syncs, progress)
-    outcome = ResetOutcome(
+    return _report(item, progress, session, was_live, dry_run, actor, events)
+
+
+def _report(
+    item: WorkItemRef,
+    progress: _Progress,
+    session: Session | None,
+    was_live: bool,
+    dry_run: bool,
+    actor: str,
+    events: EventLog | None,
+) -> ResetOutcome:
+    """Build the outcome and, on a real run, append its ``session.reset`` event."""
+    if events is not None and not dry_run:
+        removed = [piece for piece in PIECES if piece in progress.removed]
+        appended = events.emit(
+            "session.reset",
+            work_item=item.ref,
+            actor=actor,
+            removed=removed,
+            was_live=was_live,
+            ended=progress.ended,
+            found=bool(removed) or was_live or bool(progress.errors),
+            error="; ".join(progress.errors),
+        )
+        if not appended:
+            progress.errors.append(f"could not append the session.reset event to {events.path}")
+    return ResetOutcome(
         ref=item.ref,
         removed=tuple(piece for piece in PIECES if piece in progress.removed),
         was_live=was_live,
         errors=tuple(progress.errors),
         dry_run=dry_run,
         ended=progress.ended,
-        harness=harness,
+        harness=session.harness if session is not None else "",
     )
-    if events is not None and not dry_run:
-        events.emit(
-            "session.reset",
-            work_item=item.ref,
-            actor=actor,
-            removed=list(outcome.removed),
-            was_live=outcome.was_live,
-            ended=outcome.ended,
-            found=outcome.found,
-            error="; ".join(outcome.errors),
-        )
-    return outcome
 
 
 def work_items_with_state(registry: SessionRegistry, store: WorkItemStore) -> list[WorkItemRef]:
@@ -199,7 +235,7 @@ def work_items_with_state(registry: SessionRegistry, store: WorkItemStore) -> li
     Sections still only in the legacy tree count while a read would return
     them (a sealed record hides them, so a reset item is not listed again).
     """
-    refs = set(registry.refs())
+    refs = set(registry.refs()) | registry.unreadable_refs() | store.unreadable_refs()
     for summary in store.summaries():
         if any(name in RESET_SECTIONS for name in summary.sections):
             refs.add(summary.ref)

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from the_loop.errors import TheLoopError
-from the_loop.fsio import is_temp_name
+from the_loop.fsio import is_temp_name, read_object
 from the_loop.graph.state import (
     LEGACY_STATE_FILE,
     SPECS_DIR,
@@ -30,7 +30,7 @@ from the_loop.sessions.ref import WorkItemRef, is_record_file_name
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.state import LegacyLayout, StateLayout
 from the_loop.workitem import CONTROL, GRAPH, POLL, SEALED, WorkItemStore
-from the_loop.workitem_files import parse_ref, read_object
+from the_loop.workitem_files import parse_ref
 
 LEGACY_CONTROL = "legacy-control-record"
 LEGACY_POLL_STATE = "legacy-poll-state"

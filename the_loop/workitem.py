@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from the_loop.fsio import DirectorySyncs, remove_file, write_json
-from the_loop.records import RecordDirectory
+from the_loop.fsio import DirectorySyncs, read_object, remove_file, write_json
+from the_loop.records import RecordDirectory, is_named_for
 from the_loop.sessions.ref import WorkItemRef
 from the_loop.state import LegacyLayout
 from the_loop.workitem_files import (
@@ -41,7 +41,6 @@ from the_loop.workitem_files import (
     holds,
     ledger_key,
     load_record,
-    read_object,
     summarize,
 )
 
@@ -154,9 +153,46 @@ class WorkItemStore:
             return None
         return self._effective(loaded.record, name, self._legacy_for(loaded.record, item, name))
 
+    def load(self, ref: RefLike) -> tuple[str, dict[str, Section | None]]:
+        """``(record_status(ref), name -> section(ref, name))`` from one read; never warns.
+
+        The sections are empty when the record is unreadable.
+        """
+        item = as_ref(ref)
+        loaded = self._locate(item)[1]
+        if loaded.status not in ("ok", "absent"):
+            return "unreadable", {}
+        record = loaded.record
+        legacy: dict[str, Section] = {}
+        if record.get(SEALED) is not True and any(n not in record for n in FALLBACK_SECTIONS):
+            legacy = self._legacy.sections_for(item)
+        return loaded.status, {n: self._effective(record, n, legacy) for n in READABLE_SECTIONS}
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which each record file is listed and read at most once.
+
+        For read-only phases; see :meth:`~the_loop.records.RecordDirectory.snapshot`.
+        """
+        return self._directory.snapshot()
+
     def legacy_holds(self, ref: RefLike) -> bool:
         """Whether the legacy tree still holds a control record or poll ledger for ``ref``."""
         return bool(self._legacy.sections_for(as_ref(ref)))
+
+    def unreadable_refs(self) -> set[str]:
+        """Refs of records that cannot be read but still name, in their file name, the ref
+        they store (a reset of that ref counts them as found and removes them)."""
+        found: set[str] = set()
+        for path in self._directory.record_files():
+            loaded = self._load(path)
+            item = loaded.item
+            if (
+                loaded.status == "unreadable"
+                and item is not None
+                and path.name in (f"{item.slug}.json", f"{item.disambiguated_slug}.json")
+            ):
+                found.add(item.ref)
+        return found
 
     def legacy_refs(self) -> set[str]:
         """Refs the read-only legacy tree still holds something for (sealed or not)."""
@@ -297,20 +333,23 @@ class WorkItemStore:
         seen: dict[Path, LoadedRecord] = {}
 
         def stored_ref(path: Path) -> str | None:
-            seen[path] = load_record(path)
+            seen[path] = self._load(path)
             stored = seen[path].item
             return stored.ref if stored is not None else None
 
         path = self._directory.resolve(item, stored_ref)
-        loaded = seen[path] if path in seen else load_record(path)
+        loaded = seen[path] if path in seen else self._load(path)
         if loaded.status == "stranger" and path == self._directory.plain_path(item):
             # A directory or symlink named like the record is a stranger's: step aside.
             path = self._directory.disambiguated_path(item)
-            loaded = load_record(path)
-        if loaded.item is not None and loaded.item != item:
+            loaded = self._load(path)
+        if loaded.item is not None and loaded.item is not item and loaded.item != item:
             problem = f"it holds the record of {loaded.item.ref}"
             loaded = LoadedRecord("foreign", {}, loaded.item, problem)
         return path, loaded
+
+    def _load(self, path: Path) -> LoadedRecord:
+        return self._directory.load(path, load_record)
 
     def _read_loaded(self, item: WorkItemRef) -> LoadedRecord:
         path, loaded = self._locate(item)
@@ -427,13 +466,10 @@ class WorkItemStore:
         """Every listable record, sorted by ref: readable, and named for the ref it stores."""
         found: dict[str, tuple[RecordSummary, Path]] = {}
         for path in self._directory.record_files():
-            loaded = load_record(path)
+            loaded = self._load(path)
             item = loaded.item
             if loaded.status == "ok" and item is not None:
-                if (
-                    path.name == f"{item.slug}.json"
-                    or path.name == f"{item.disambiguated_slug}.json"
-                ):
+                if is_named_for(path.name, item):
                     found.setdefault(item.ref, (summarize(item, path.name, loaded.record), path))
                     continue
                 loaded = LoadedRecord(

@@ -8,16 +8,14 @@ builds the store on top; import the names from there.
 from __future__ import annotations
 
 import copy
-import errno
 import functools
-import json
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from the_loop.fsio import read_object
 from the_loop.sessions.ref import WorkItemRef
 from the_loop.state import LegacyLayout
 
@@ -110,29 +108,6 @@ def holds(name: str, value: object) -> bool:
     if not isinstance(value, dict):
         return False
     return name not in MAP_SECTIONS or len(cast(Section, value)) > 0
-
-
-def read_object(path: Path) -> tuple[str, object, str]:
-    """``(status, parsed JSON, problem)`` with one open; symlinks and non-files are strangers."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return "absent", None, ""
-    except OSError as error:
-        status = "stranger" if error.errno == errno.ELOOP else "unreadable"
-        return status, None, f"it cannot be opened ({error.strerror})"
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    except OSError:
-        regular = False
-    if not regular:
-        os.close(fd)
-        return "stranger", None, "it is not a regular file"
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            return "ok", json.load(handle), ""
-        except (ValueError, OSError) as error:
-            return "unreadable", None, f"it is not valid JSON ({error})"
 
 
 def section_problem(name: str, value: object) -> str:

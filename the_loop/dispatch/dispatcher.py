@@ -318,7 +318,8 @@ class Dispatcher:
         if self.tmux.liveness(target) == "live":
             raise TheLoopError(
                 f"tmux session {target} is already running; "
-                f"run `the-loop sessions reset --work-item {ref.ref}` to end it first"
+                f"run `the-loop sessions reset --work-item {ref.ref}` to end it first "
+                f"(`the-loop sessions cleanup --work-item {ref.ref}` finds it without a record)"
             )
         return target
 

@@ -123,6 +123,26 @@ class TmuxRunner:
             return "absent"
         return "live" if any(not dead for dead, _ in panes) else "dead"
 
+    def live_sessions(self) -> set[str] | None:
+        """Names of every session on this server with a running pane, in one tmux call.
+
+        Empty when no server runs; None when tmux did not answer.
+        """
+        try:
+            result = self._tmux(
+                "list-panes", "-a", "-F", "#{pane_dead} #{session_name}", check=False
+            )
+        except DispatchError:
+            return None
+        if result.returncode != 0:
+            return set() if _is_absent(result.stderr) else None
+        live: set[str] = set()
+        for line in result.stdout.splitlines():
+            dead, _, name = line.strip().partition(" ")
+            if dead == "0" and name:
+                live.add(name)
+        return live
+
     def pane_pids(self, name: str) -> list[int]:
         """The process ids of the panes still running (empty when absent or all dead)."""
         return [pid for dead, pid in self._panes(name) or [] if not dead]

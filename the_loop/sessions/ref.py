@@ -7,7 +7,8 @@ path component.
 
 from __future__ import annotations
 
-import hashlib
+import functools
+import operator
 import re
 from dataclasses import dataclass
 
@@ -19,8 +20,19 @@ _NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 #: A host segment is a dotted name (``ghe.corp.example``) or ``name:port``.
 _HOST = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})+(?::[0-9]{{1,5}})?|{_LABEL}:[0-9]{{1,5}})\Z")
-_NUMBER = re.compile(r"[0-9]+\Z")
+_NUMBER = re.compile(r"[0-9]{1,18}\Z")
+#: Longest slug: its file names (``<slug>~<8 hex>.json`` and the temp names around
+#: them, ``.<name>.<random>.tmp``) must stay within the 255-byte name limit.
+MAX_SLUG_LENGTH = 200
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
+#: ``\s`` matches exactly what ``str.isspace`` accepts; with C0 controls and DEL.
+_SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")
+_DOTS = (".", "..")
+#: The common spelling (no host, no leading zero), which the strict rules accept as is.
+_PLAIN_SHAPE = re.compile(
+    r"([a-z][a-z0-9-]*):([A-Za-z0-9._][A-Za-z0-9._-]*)/([A-Za-z0-9._][A-Za-z0-9._-]*)"
+    r"#([1-9][0-9]{0,17})\Z"
+)
 
 
 def _refuse(text: str, problem: str) -> ValueError:
@@ -49,37 +61,9 @@ class WorkItemRef:
         """Parse ``text`` strictly; raise ``ValueError`` naming the ref and the shape."""
         if not isinstance(text, str) or not text:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise _refuse(str(text), "it is empty")
-        if (
-            any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text)
-            or not text.isprintable()
-        ):
-            raise _refuse(text, "it contains whitespace or control characters")
-        provider, colon, rest = text.partition(":")
-        if not colon or not _PROVIDER.match(provider):
-            raise _refuse(text, "it must start with a lowercase provider name and ':'")
-        path, hash_sign, number_text = rest.rpartition("#")
-        if not hash_sign:
-            raise _refuse(text, "the '#<number>' part is missing")
-        if not _NUMBER.match(number_text) or int(number_text) <= 0:
-            raise _refuse(text, f"the number {number_text!r} is not a positive integer")
-        segments = path.split("/")
-        if any(segment == "" for segment in segments):
-            raise _refuse(text, "it has an empty path segment")
-        if len(segments) == 3:
-            host, owner, repo = segments
-            if not _HOST.match(host):
-                raise _refuse(text, f"host {host!r} is not a dotted host name or name:port")
-            host = host.lower()
-        elif len(segments) == 2:
-            host = ""
-            owner, repo = segments
-        else:
-            raise _refuse(text, "the path must be <owner>/<repo> or <host>/<owner>/<repo>")
-        _check_name(text, "owner", owner)
-        _check_name(text, "repository", repo)
-        if provider == "github" and host == DEFAULT_GITHUB_HOST:
-            host = ""
-        return cls(provider=provider, owner=owner, repo=repo, number=int(number_text), host=host)
+        if cls is WorkItemRef:
+            return _parse_cached(text)
+        return _parse(cls, text)
 
     @property
     def path(self) -> str:
@@ -99,24 +83,26 @@ class WorkItemRef:
             return self.host
         return DEFAULT_GITHUB_HOST if self.provider == "github" else ""
 
-    @property
+    @functools.cached_property
     def ref(self) -> str:
         """The canonical string form."""
         return f"{self.provider}:{self.path}#{self.number}"
 
-    @property
+    @functools.cached_property
     def slug(self) -> str:
         """File-name form: one path component of ``[A-Za-z0-9._-]`` characters."""
         raw = f"{self.provider}-{self.path.replace('/', '-')}-{self.number}"
         return _UNSAFE_RUN.sub("-", raw)
 
-    @property
+    @functools.cached_property
     def disambiguated_slug(self) -> str:
         """``<slug>~<8 hex>``: the name used when another ref already holds :attr:`slug`."""
+        import hashlib  # deferred: most commands never need a disambiguated name
+
         digest = hashlib.sha256(self.ref.encode("utf-8")).hexdigest()[:8]
         return f"{self.slug}~{digest}"
 
-    @property
+    @functools.cached_property
     def url(self) -> str:
         """The web URL for ``github`` refs, ``""`` for other providers."""
         if self.provider != "github":
@@ -131,6 +117,62 @@ class WorkItemRef:
 
     def __str__(self) -> str:
         return self.ref
+
+
+def _parse(cls: type[WorkItemRef], text: str) -> WorkItemRef:
+    """The strict parse behind :meth:`WorkItemRef.parse` (``text`` is a non-empty str)."""
+    plain = _PLAIN_SHAPE.match(text)
+    # Such a ref's slug is the text with ':', '/' and '#' as '-': just as long.
+    if plain and len(text) <= MAX_SLUG_LENGTH:
+        provider, owner, repo, number = plain.groups()
+        if owner not in _DOTS and repo not in _DOTS:
+            return cls(provider, owner, repo, int(number))
+    return _parse_strict(cls, text)
+
+
+def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
+    """Every rule of ``state.md`` §1, one by one, naming the first one ``text`` breaks."""
+    if _SPACE_OR_CONTROL.search(text) or not text.isprintable():
+        raise _refuse(text, "it contains whitespace or control characters")
+    provider, colon, rest = text.partition(":")
+    if not colon or not _PROVIDER.match(provider):
+        raise _refuse(text, "it must start with a lowercase provider name and ':'")
+    path, hash_sign, number_text = rest.rpartition("#")
+    if not hash_sign:
+        raise _refuse(text, "the '#<number>' part is missing")
+    if not _NUMBER.match(number_text) or int(number_text) <= 0:
+        raise _refuse(text, f"the number {number_text!r} is not a positive integer")
+    segments = path.split("/")
+    if any(segment == "" for segment in segments):
+        raise _refuse(text, "it has an empty path segment")
+    if len(segments) == 3:
+        host, owner, repo = segments
+        if not _HOST.match(host):
+            raise _refuse(text, f"host {host!r} is not a dotted host name or name:port")
+        host = host.lower()
+    elif len(segments) == 2:
+        host = ""
+        owner, repo = segments
+    else:
+        raise _refuse(text, "the path must be <owner>/<repo> or <host>/<owner>/<repo>")
+    _check_name(text, "owner", owner)
+    _check_name(text, "repository", repo)
+    if provider == "github" and host == DEFAULT_GITHUB_HOST:
+        host = ""
+    ref = cls(provider=provider, owner=owner, repo=repo, number=int(number_text), host=host)
+    if len(ref.slug) > MAX_SLUG_LENGTH:
+        raise _refuse(text, f"it is too long (its file name would exceed {MAX_SLUG_LENGTH})")
+    return ref
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_cached(text: str) -> WorkItemRef:
+    # Refs are immutable: a listing of 10,000 records parses each stored spelling once.
+    return _parse(WorkItemRef, text)
+
+
+#: ``WorkItemRef`` order as a sort key: the same order, compared as plain tuples.
+ref_order = operator.attrgetter("provider", "owner", "repo", "number", "host")
 
 
 def tmux_session_name(slug: str) -> str:

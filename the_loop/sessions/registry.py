@@ -8,8 +8,8 @@ whose stored ref is another ref is never read, changed or removed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-import errno
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,9 +17,9 @@ from typing import Any, Literal, cast
 
 from the_loop.errors import EXIT_USAGE, TheLoopError
 from the_loop.eventlog import EventLog, utc_timestamp
-from the_loop.fsio import DirectorySyncs, read_json, remove_file, write_json
-from the_loop.records import RecordDirectory
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.fsio import DirectorySyncs, read_object, remove_file, write_json
+from the_loop.records import RecordDirectory, is_named_for
+from the_loop.sessions.ref import WorkItemRef, ref_order
 from the_loop.sessions.session import (
     ACTIVE,
     CLOSED,
@@ -64,20 +64,14 @@ class _NoEvents:
         return False
 
 
-#: A record path that yields these holds no record (a directory is someone else's).
-_NO_FILE = (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG)
-
-
 def _read(path: Path) -> _Read:
-    """Read one record file; never raises (a directory at the path reads as absent)."""
-    try:
-        data = read_json(path)
-    except OSError as error:
-        if error.errno in _NO_FILE:
-            return _Read(path, "absent")
-        return _Read(path, "unreadable", problem=str(error))
-    except ValueError as error:
-        return _Read(path, "unreadable", problem=str(error) or "not JSON")
+    """Read one record file; never raises. A symlink, FIFO or directory at the path is
+    someone else's: it reads as absent and is never followed, blocked on or removed."""
+    status, data, problem = read_object(path)
+    if status in ("absent", "stranger"):
+        return _Read(path, "absent")
+    if status != "ok":
+        return _Read(path, "unreadable", problem=problem)
     stored = stored_ref(data)
     try:
         record = record_from_json(data)
@@ -123,6 +117,18 @@ class SessionRegistry:
         status = self._locate(as_work_item_ref(ref)).status
         return "absent" if status == "foreign" else status
 
+    def load(self, ref: WorkItemRef | str) -> tuple[RecordStatus, Session | None]:
+        """``(record_status(ref), its whole record or None)`` from one read; never warns."""
+        found = self._locate(as_work_item_ref(ref))
+        return ("absent" if found.status == "foreign" else found.status), found.record
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which each record file is listed and read at most once.
+
+        For read-only phases; see :meth:`~the_loop.records.RecordDirectory.snapshot`.
+        """
+        return self._directory.snapshot()
+
     def find_by_work_item(
         self, ref: WorkItemRef | str, include_closed: bool = False
     ) -> Session | None:
@@ -140,11 +146,26 @@ class SessionRegistry:
         records = [record for _, record in self._records(warn=True)]
         if status is not None:
             records = [record for record in records if record.status == status]
-        return sorted(records, key=lambda record: record.work_item)
+        return sorted(records, key=lambda record: ref_order(record.work_item))
 
     def refs(self) -> dict[str, Path]:
         """Ref -> file of every readable record (one read per file)."""
         return {record.ref: path for path, record in self._records(warn=False)}
+
+    def unreadable_refs(self) -> set[str]:
+        """Refs of records that cannot be read but store a ref their file name matches."""
+        found: set[str] = set()
+        for path in self._directory.record_files():
+            read = self._directory.load(path, _read)
+            if read.status != "unreadable" or read.stored is None:
+                continue
+            stored = WorkItemRef.parse(read.stored)
+            if path.name in (
+                f"{stored.slug}.json",
+                f"{stored.disambiguated_slug}.json",
+            ):
+                found.add(stored.ref)
+        return found
 
     def record_owning(self, ref: WorkItemRef | str) -> Session | None:
         """The record whose sessions map holds ``ref``: the item's own, else a PR owner's."""
@@ -246,9 +267,17 @@ class SessionRegistry:
         self._events.emit("session.closed", work_item=record.ref, reason=reason)
         return True
 
-    def forget(self, ref: WorkItemRef | str, *, syncs: DirectorySyncs | None = None) -> bool:
+    def forget(
+        self,
+        ref: WorkItemRef | str,
+        *,
+        syncs: DirectorySyncs | None = None,
+        only_if_not_live: bool = False,
+    ) -> bool:
         """Delete ``ref``'s record file (readable or not); False when there was none.
 
+        With ``only_if_not_live``, a record that is live when the lock is taken (a
+        session registered since the caller looked) is kept: ``RegistryError``.
         Never removes another ref's file; ``OSError`` propagates.
         """
         wanted = as_work_item_ref(ref)
@@ -256,6 +285,10 @@ class SessionRegistry:
             found = self._locate(wanted)
             if found.status not in ("ok", "unreadable"):
                 return False
+            if only_if_not_live and found.record is not None and found.record.is_live:
+                raise RegistryError(
+                    f"{wanted.ref}: a live session was registered meanwhile; its record is kept"
+                )
             return remove_file(found.path, syncs=syncs)
 
     def link_pull_request(self, owner: WorkItemRef | str, pr: WorkItemRef | str) -> Session | None:
@@ -345,11 +378,11 @@ class SessionRegistry:
         reads: dict[Path, _Read] = {}
 
         def stored(path: Path) -> str | None:
-            reads[path] = _read(path)
+            reads[path] = self._directory.load(path, _read)
             return reads[path].stored
 
         path = self._directory.resolve(ref, stored)
-        found = reads.get(path) or _read(path)
+        found = reads.get(path) or self._directory.load(path, _read)
         if found.stored is not None and found.stored != ref.ref:
             return _Read(path, "foreign", stored=found.stored)
         return found
@@ -371,14 +404,13 @@ class SessionRegistry:
         """Every readable record file whose name matches its stored ref; one read each."""
         seen: set[str] = set()
         for path in self._directory.record_files():
-            found = _read(path)
+            found = self._directory.load(path, _read)
             record = found.record
             if record is None:
                 if warn and found.status == "unreadable":
                     self._warn(f"skipping unreadable session record {path}: {found.problem}")
                 continue
-            names = (f"{record.work_item.slug}.json", f"{record.work_item.disambiguated_slug}.json")
-            if path.name not in names:
+            if not is_named_for(path.name, record.work_item):
                 if warn:
                     self._warn(f"skipping {path}: it holds the record of {record.ref}")
                 continue

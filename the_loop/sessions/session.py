@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -60,9 +61,12 @@ class Session:
 
     def __post_init__(self) -> None:
         # Callers may pass lists or dicts; keep the value immutable and detached.
-        object.__setattr__(self, "recent_deliveries", tuple(self.recent_deliveries))
-        object.__setattr__(self, "harness_args", tuple(self.harness_args))
-        object.__setattr__(self, "pull_requests", tuple(self.pull_requests))
+        if type(self.recent_deliveries) is not tuple:
+            object.__setattr__(self, "recent_deliveries", tuple(self.recent_deliveries))
+        if type(self.harness_args) is not tuple:
+            object.__setattr__(self, "harness_args", tuple(self.harness_args))
+        if type(self.pull_requests) is not tuple:
+            object.__setattr__(self, "pull_requests", tuple(self.pull_requests))
         if not isinstance(self.channels, MappingProxyType):
             channels = copy.deepcopy(dict(self.channels))
             object.__setattr__(self, "channels", MappingProxyType(channels))
@@ -112,7 +116,7 @@ class Session:
         data["pullRequests"] = [
             {"workItem": item.ref, **_handles(item, every_key=True)} for item in self.pull_requests
         ]
-        data["channels"] = copy.deepcopy(dict(self.channels))
+        data["channels"] = copy.deepcopy(dict(self.channels)) if self.channels else {}
         return data
 
 
@@ -149,12 +153,12 @@ def _handles(endpoint: Session, *, every_key: bool = False) -> dict[str, Any]:
         "tmuxTarget": endpoint.tmux_target,
         "recentDeliveries": list(endpoint.recent_deliveries),
     }
-    optional = {
-        "model": endpoint.model,
-        "effort": endpoint.effort,
-        "harnessArgs": list(endpoint.harness_args),
-    }
-    data.update({key: value for key, value in optional.items() if every_key or value})
+    if every_key or endpoint.model:
+        data["model"] = endpoint.model
+    if every_key or endpoint.effort:
+        data["effort"] = endpoint.effort
+    if every_key or endpoint.harness_args:
+        data["harnessArgs"] = list(endpoint.harness_args)
     return data
 
 
@@ -223,33 +227,90 @@ def _v1_handles(entry: Mapping[str, Any]) -> dict[str, Any]:
 def _from_v2(document: Mapping[str, Any]) -> Session:
     own = _ref_of(document.get("workItem"))
     sessions = _mapping(document.get("sessions"), "sessions")
-    channels = _mapping(document.get("channels") or {}, "channels")
-    endpoints = {_ref_of(key): _endpoint(key, value) for key, value in sessions.items()}
-    if own not in endpoints:
+    channels = _mapping(document.get("channels") or {}, "channels") or _NO_CHANNELS
+    own_entry: tuple[str, object] | None = None
+    pull_requests: dict[WorkItemRef, Session] = {}
+    for key, value in sessions.items():
+        ref = _ref_of(key)
+        if ref is own or ref == own:
+            own_entry = (key, value)
+        else:
+            pull_requests[ref] = _endpoint(key, value, ref)
+    if own_entry is None:
         raise ValueError(f"sessions has no entry for the work item {own.ref}")
-    pull_requests = tuple(handles for ref, handles in endpoints.items() if ref != own)
-    return _replace(endpoints[own], pull_requests=pull_requests, channels=channels)
+    key, value = own_entry
+    return _endpoint(key, value, own, tuple(pull_requests.values()), channels)
 
 
-def _endpoint(key: str, value: object) -> Session:
+def _endpoint(
+    key: str,
+    value: object,
+    ref: WorkItemRef,
+    pull_requests: tuple[Session, ...] = (),
+    channels: Mapping[str, Any] = _NO_CHANNELS,
+) -> Session:
+    """One endpoint's handles (a whole record's own one with its PRs and channels)."""
     entry = _mapping(value, f"the session of {key}")
+    get = entry.get
+    texts = tuple(map(get, _TEXT_NAMES, _TEXT_DEFAULTS))
+    last_event_at = get("lastEventAt")
+    recent, harness_args = get("recentDeliveries", []), get("harnessArgs", [])
+    if not (
+        set(map(type, texts)) == _STR
+        and type(last_event_at) in _OPTIONAL_STR
+        and _all_strings(recent)
+        and _all_strings(harness_args)
+    ):
+        _check_endpoint(key, entry)  # raises with the first problem; accepts str subclasses
+        texts = tuple(map(partial(_text, entry), _TEXT_NAMES, _TEXT_DEFAULTS))
+    harness, session_id, cwd, status, created_at, tmux_target, model, effort = texts
+    return Session(
+        work_item=ref,
+        harness=harness,
+        harness_session_id=session_id,
+        cwd=cwd,
+        status=status,
+        created_at=created_at,
+        last_event_at=last_event_at,
+        tmux_target=tmux_target,
+        recent_deliveries=tuple(recent),
+        model=model,
+        effort=effort,
+        harness_args=tuple(harness_args),
+        pull_requests=pull_requests,
+        channels=channels,
+    )
+
+
+#: The string handles of an endpoint, in :func:`_endpoint` order, with their defaults.
+_TEXT_NAMES = (
+    "harness",
+    "harnessSessionId",
+    "cwd",
+    "status",
+    "createdAt",
+    "tmuxTarget",
+    "model",
+    "effort",
+)
+_TEXT_DEFAULTS = ("", "", "", ACTIVE, "", "", "", "")
+_STR = {str}
+_OPTIONAL_STR = (str, type(None))
+
+
+def _all_strings(value: object) -> bool:
+    return type(value) is list and set(map(type, cast(list[object], value))) <= _STR
+
+
+def _check_endpoint(key: str, entry: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first handle of ``key`` that has the wrong type."""
     last_event_at = entry.get("lastEventAt")
     if last_event_at is not None and not isinstance(last_event_at, str):
         raise ValueError(f"lastEventAt of {key} is not a string")
-    return Session(
-        work_item=_ref_of(key),
-        harness=_text(entry, "harness"),
-        harness_session_id=_text(entry, "harnessSessionId"),
-        cwd=_text(entry, "cwd"),
-        status=_text(entry, "status", ACTIVE),
-        created_at=_text(entry, "createdAt"),
-        last_event_at=last_event_at,
-        tmux_target=_text(entry, "tmuxTarget"),
-        recent_deliveries=_texts(entry, "recentDeliveries"),
-        model=_text(entry, "model"),
-        effort=_text(entry, "effort"),
-        harness_args=_texts(entry, "harnessArgs"),
-    )
+    for name, default in zip(_TEXT_NAMES, _TEXT_DEFAULTS, strict=True):
+        _text(entry, name, default)
+    _texts(entry, "recentDeliveries")
+    _texts(entry, "harnessArgs")
 
 
 def _mapping(value: object, what: str) -> dict[str, Any]:

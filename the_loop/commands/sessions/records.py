@@ -8,10 +8,13 @@ the terminal to ``tmux attach-session`` through an injectable ``execvp``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
+import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,6 @@ from the_loop.commands.common import (
     format_parent,
     load_context,
     note,
-    print_json,
     print_table,
     warn,
     work_item_parent,
@@ -219,18 +221,50 @@ def _link_in_state_file(record: Session, pr: WorkItemRef) -> None:
 def run_list(args: argparse.Namespace) -> int:
     """Print every session record (optionally of one status); empty prints nothing."""
     stores = open_stores(load_context(args))
-    sessions = stores.registry.list_sessions(args.status)
-    commands = [_last_command(stores, session) for session in sessions]
+    with reading_every_record(stores):
+        sessions = stores.registry.list_sessions(args.status)
+        commands = [_last_command(stores, session) for session in sessions]
     if args.format == FORMAT_JSON:
         documents = [
             {**session.to_dict(), "control": command}
             for session, command in zip(sessions, commands, strict=True)
         ]
-        print_json({"sessions": documents})
+        _print_sessions(documents)
     elif sessions:
         rows = [_row(session, command) for session, command in zip(sessions, commands, strict=True)]
         print_table(LIST_HEADERS, rows)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def reading_every_record(stores: Stores) -> Generator[None]:
+    """Snapshots of both stores (each file listed and parsed once) for a bulk read.
+
+    The cyclic collector is paused meanwhile: the records read are all kept, so
+    every collection would walk them again for nothing.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with stores.registry.snapshot(), stores.store.snapshot():
+            yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _print_sessions(documents: list[dict[str, Any]]) -> None:
+    """``{"sessions": [...]}`` with one session per line.
+
+    Each row is encoded by the C encoder: ``indent=2`` would take the pure-Python
+    one, five times slower on ten thousand sessions.
+    """
+    if not documents:
+        sys.stdout.write('{"sessions": []}\n')
+        return
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    rows = ",\n".join("  " + encode(document) for document in documents)
+    sys.stdout.write('{"sessions": [\n' + rows + "\n]}\n")
 
 
 def _last_command(stores: Stores, session: Session) -> str | None:

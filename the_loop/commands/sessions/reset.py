@@ -116,18 +116,33 @@ def run(args: argparse.Namespace) -> int:
 
     context = load_context(args)
     stores = open_stores(context)
+    from the_loop.commands.sessions.records import reading_every_record
+
+    # Selecting and previewing read each record once; the first write ends the snapshot.
+    with reading_every_record(stores):
+        return _run(args, context, stores)
+
+
+def _run(args: argparse.Namespace, context: Context, stores: Stores) -> int:
+    from the_loop.commands.sessions.reset_report import render
+
     warnings = warnings_for(context)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    as_json = args.format == FORMAT_JSON
     items = _selected(args, stores)
     if not items:
         print(f"error: {NOTHING_AT_ALL}", file=sys.stderr)
+        if as_json:
+            render([], {}, warnings, dry_run=args.dry_run, as_json=True)
         return EXIT_FAILED
-    outcomes, previews = _reset_all(args, context, stores, items)
-    from the_loop.commands.sessions.reset_report import render
-
-    render(outcomes, previews, warnings, dry_run=args.dry_run, as_json=args.format == FORMAT_JSON)
-    return EXIT_OK if all(outcome.ok for outcome in outcomes) else EXIT_FAILED
+    outcomes, problems = _reset_all(args, context, stores, items, warnings)
+    previews = _checkout_previews(context.config, stores, outcomes) if args.dry_run else {}
+    render(outcomes, previews, warnings, dry_run=args.dry_run, as_json=as_json)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    failed = problems or not all(outcome.ok for outcome in outcomes)
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def _selected(args: argparse.Namespace, stores: Stores) -> list[WorkItemRef]:
@@ -139,40 +154,81 @@ def _selected(args: argparse.Namespace, stores: Stores) -> list[WorkItemRef]:
 
 
 def _reset_all(
-    args: argparse.Namespace, context: Context, stores: Stores, items: list[WorkItemRef]
-) -> tuple[list[ResetOutcome], dict[str, str]]:
+    args: argparse.Namespace,
+    context: Context,
+    stores: Stores,
+    items: list[WorkItemRef],
+    warnings: list[str],
+) -> tuple[list[ResetOutcome], list[str]]:
+    """Reset every item in one store batch; then make every removal durable.
+
+    Returns the outcomes and the problems of the batch's end (the index rewrite
+    and the deferred directory syncs), which concern no single item.
+    """
     from the_loop.commands.stores import open_dispatcher
     from the_loop.fsio import DirectorySyncs
     from the_loop.reset import reset_work_item
 
+    def unavailable(problem: str) -> None:
+        warning = f"cannot end live sessions ({problem}); resetting the records only"
+        warnings.append(warning)
+        print(f"warning: {warning}", file=sys.stderr)
+
     build = partial(open_dispatcher, context, stores)
-    close = None if args.dry_run else LazyClose(build, _unavailable)
+    close = None if args.dry_run else LazyClose(build, unavailable)
+    running = RunningHarnesses(context.config)
+    actor = context.actor  # looked up once: it reads the password database
     syncs = DirectorySyncs()
     outcomes: list[ResetOutcome] = []
-    with stores.store.batch():
-        for item in items:
-            outcomes.append(
-                reset_work_item(
-                    item,
-                    registry=stores.registry,
-                    store=stores.store,
-                    close=close,
-                    dry_run=args.dry_run,
-                    actor=context.actor,
-                    events=stores.events,
-                    syncs=syncs,
+    problems: list[str] = []
+    try:
+        with stores.store.batch():
+            for item in items:
+                outcomes.append(
+                    reset_work_item(
+                        item,
+                        registry=stores.registry,
+                        store=stores.store,
+                        close=close,
+                        dry_run=args.dry_run,
+                        actor=actor,
+                        events=stores.events,
+                        syncs=syncs,
+                        still_running=running,
+                    )
                 )
-            )
-    syncs.flush()
-    previews = _checkout_previews(context.config, stores, outcomes) if args.dry_run else {}
-    return outcomes, previews
+    except OSError as error:
+        problems.append(f"could not rewrite the portable index: {_oserror(error)}")
+    try:
+        syncs.flush()
+    except OSError as error:
+        problems.append(f"could not make the removals durable: {_oserror(error)}")
+    return outcomes, problems
 
 
-def _unavailable(problem: str) -> None:
-    print(
-        f"warning: cannot end live sessions ({problem}); resetting the records only",
-        file=sys.stderr,
-    )
+def _oserror(error: OSError) -> str:
+    where = f" ({error.filename})" if error.filename else ""
+    return f"{error.strerror or error}{where}"
+
+
+class RunningHarnesses:
+    """Whether a closed record's harness still runs in tmux (one tmux call, made lazily)."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self._live: set[str] | None = None
+        self._asked = False
+
+    def __call__(self, session: Session) -> bool:
+        targets = {endpoint.tmux_target for endpoint in session.endpoints() if endpoint.tmux_target}
+        if not targets:
+            return False
+        if not self._asked:
+            from the_loop.dispatch.tmux import TmuxRunner
+
+            self._asked = True
+            self._live = TmuxRunner.from_config(self._config).live_sessions()
+        return bool(self._live and targets & self._live)
 
 
 def _checkout_previews(
