@@ -8,6 +8,7 @@ returns 130, and argparse usage errors exit 2 on their own.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -18,14 +19,23 @@ from the_loop.errors import EXIT_FAILED, EXIT_INTERRUPTED, TheLoopError
 PROG = "the-loop"
 
 
-def _command_modules() -> tuple[ModuleType, ...]:
-    from the_loop.commands import events, sessions, state
+#: The commands, in help order, and the module that builds each one's parser.
+COMMAND_MODULES = {
+    "sessions": "the_loop.commands.sessions",
+    "events": "the_loop.commands.events",
+    "state": "the_loop.commands.state",
+}
 
-    return (sessions, events, state)
+
+def _command_module(name: str) -> ModuleType:
+    return importlib.import_module(COMMAND_MODULES[name])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser; config-derived defaults are resolved after parsing, never here."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command's (start-up imports one command module).
+
+    Config-derived defaults are resolved after parsing, never here.
+    """
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Turn GitHub issues and pull requests into coding-agent sessions in tmux, "
@@ -39,9 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
         "~/.the-loop/cli-config.yaml)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
-    for module in _command_modules():
-        module.add_parser(subparsers)
+    for name in [only] if only in COMMAND_MODULES else list(COMMAND_MODULES):
+        _command_module(name).add_parser(subparsers)
     return parser
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names, when it names a known one before any help flag."""
+    skip_value = False
+    for arg in argv:
+        if skip_value:
+            skip_value = False
+        elif arg == "--config":
+            skip_value = True
+        elif arg in ("-h", "--help"):
+            return None
+        elif not arg.startswith("-"):
+            return arg if arg in COMMAND_MODULES else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Fast path: start-up stays within a hair of the bare interpreter.
         print(f"{PROG} {__version__}")
         return 0
-    parser = build_parser()
+    parser = build_parser(only=chosen_command(args_list))
     args = parser.parse_args(args_list)
     handler = getattr(args, "func", None)
     if handler is None:

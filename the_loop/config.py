@@ -12,7 +12,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +88,11 @@ def find_config(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> 
     return None
 
 
+SCHEMA_PATH = Path(__file__).parent / "schemas" / "cli-config.schema.json"
+
+
 def _schema() -> dict[str, Any]:
-    text = resources.files("the_loop").joinpath("schemas/cli-config.schema.json").read_text()
-    return json.loads(text)
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
 def _key_path(parts: Sequence[Any]) -> str:
@@ -100,15 +101,12 @@ def _key_path(parts: Sequence[Any]) -> str:
 
 def validate(data: Any, source: Path) -> None:
     """Raise :class:`ConfigError` naming file, key and problem when ``data`` is invalid."""
-    import jsonschema  # deferred: only a config file needs it
+    from the_loop.schema import Validator
 
-    validator = jsonschema.Draft202012Validator(_schema())
-    found: list[Any] = list(validator.iter_errors(data))  # pyright: ignore[reportUnknownMemberType]
-    errors = sorted(found, key=lambda error: [str(part) for part in error.absolute_path])
-    if errors:
-        first = errors[0]
+    first = next(Validator(_schema()).violations(data), None)
+    if first is not None:
         message = first.message.replace("\n", " ")
-        raise ConfigError(f"{source}: {_key_path(list(first.absolute_path))}: {message}")
+        raise ConfigError(f"{source}: {_key_path(list(first.path))}: {message}")
 
 
 def load_file(path: Path) -> Config:

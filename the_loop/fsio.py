@@ -151,7 +151,7 @@ def read_object(path: Path) -> tuple[str, object, str]:
         os.close(fd)
         return "stranger", None, "it is not a regular file"
     try:
-        return "ok", json.loads(_read_to_end(fd, info.st_size)), ""
+        return "ok", json.loads(_read_to_end(fd, info.st_size).decode("utf-8")), ""
     except (ValueError, OSError) as error:
         return "unreadable", None, f"it is not valid JSON ({error})"
     finally:

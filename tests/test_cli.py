@@ -1,0 +1,61 @@
+"""The entry point: version, help, and building only the chosen command's parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from the_loop import __version__
+from the_loop.cli import COMMAND_MODULES, build_parser, chosen_command, main
+
+
+def test_version_prints_the_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"the-loop {__version__}\n"
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["--help"])
+    assert raised.value.code == 0
+    out = capsys.readouterr().out
+    for name in COMMAND_MODULES:
+        assert name in out
+
+
+def test_no_command_prints_help_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    assert "usage: the-loop" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "chosen"),
+    [
+        (["sessions", "list"], "sessions"),
+        (["--config", "sessions", "events"], "events"),
+        (["--config=x.yaml", "state", "check"], "state"),
+        (["-h", "sessions"], None),
+        (["bogus"], None),
+        ([], None),
+    ],
+)
+def test_the_chosen_command_is_found_past_the_config_value(
+    argv: list[str], chosen: str | None
+) -> None:
+    assert chosen_command(argv) == chosen
+
+
+def test_an_unknown_command_is_a_usage_error_naming_the_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["bogus"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'bogus'" in err and "sessions" in err
+
+
+def test_a_single_command_parser_parses_like_the_full_one() -> None:
+    argv = ["sessions", "reset", "--all", "--dry-run"]
+    assert vars(build_parser(only="sessions").parse_args(argv)) == vars(
+        build_parser().parse_args(argv)
+    )
