@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.gitrepo import git, make_remote
-from tests.helpers.tmuxsock import kill_server, private_socket_name, remove_socket_file, wait_until
+from tests.helpers.tmuxsock import private_tmux_socket, wait_until
 from the_loop.channels import ChannelState
 from the_loop.cli import main
 from the_loop.control import ControlStore
@@ -103,12 +103,8 @@ class Machine:
 @pytest.fixture
 def second_tmux_socket() -> Iterator[str]:
     """Machine B's own tmux server, killed when the test ends."""
-    socket = private_socket_name()
-    try:
+    with private_tmux_socket() as socket:
         yield socket
-    finally:
-        kill_server(socket)
-        remove_socket_file(socket)
 
 
 def work_on_machine_a(a: Machine) -> None:

@@ -37,15 +37,22 @@ def remove_socket_file(socket: str) -> None:
         (directory / socket).unlink()
 
 
-@pytest.fixture
-def tmux_socket() -> Iterator[str]:
-    """A unique tmux socket name; its server is killed when the test ends."""
+@contextlib.contextmanager
+def private_tmux_socket() -> Iterator[str]:
+    """A unique tmux socket name; its server is killed and its socket file removed after."""
     socket = private_socket_name()
     try:
         yield socket
     finally:
         kill_server(socket)
         remove_socket_file(socket)
+
+
+@pytest.fixture
+def tmux_socket() -> Iterator[str]:
+    """A unique tmux socket name; its server is killed when the test ends."""
+    with private_tmux_socket() as socket:
+        yield socket
 
 
 def wait_until(
