@@ -65,9 +65,13 @@ sleep 1
 step the-loop sessions list
 echo
 echo "# the agent's pane in tmux:"
-tmux -L "$socket" capture-pane -p -t "=loop-github-octo-app-15:" | sed '/^$/d'
+tmux -L "$socket" capture-pane -p -J -t "=loop-github-octo-app-15:" | sed '/^$/d'
 step the-loop sessions reset --all --dry-run
 step the-loop sessions reset --work-item "$item"
+echo
+echo "# the agent after the reset: its process has ended; tmux keeps the dead pane (keepSessionOnClose)"
+tmux -L "$socket" list-panes -t "=loop-github-octo-app-15:" \
+  -F "pane dead: #{pane_dead}  exit status: #{pane_dead_status}" 2>/dev/null || echo "tmux session gone"
 step the-loop sessions list
 echo
 echo "# the event log (append-only):"
