@@ -5,10 +5,11 @@ from __future__ import annotations
 import multiprocessing
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from the_loop.channels import ChannelState
+from the_loop.channels import ChannelError, ChannelState
 from the_loop.sessions.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
@@ -47,3 +48,36 @@ def test_concurrent_advances_never_move_a_cursor_backwards(tmp_path: Path) -> No
         assert worker.exitcode == 0
     assert seen == sorted(seen), "a cursor moved backwards"
     assert state.cursor(ITEM, "slack", "1726.001") == "300.000"
+
+
+def _bind(root: str, number: int, results: Any) -> None:
+    state = ChannelState(
+        WorkItemStore(Path(root) / "portable"), SessionRegistry(Path(root) / "local")
+    )
+    try:
+        state.bind(f"github:octo/app#{number}", "slack", conversation="C1", thread="1726.001")
+    except ChannelError:
+        results.put("refused")
+    else:
+        results.put("bound")
+
+
+@pytest.mark.slow
+def test_concurrent_binds_of_one_thread_let_exactly_one_item_claim_it(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    store = WorkItemStore(root / "portable")
+    for number in range(100, 140):  # other records make the holder scan take a while
+        store.write_section(f"github:octo/app#{number}", "control", None)
+        store.write_section(
+            f"github:octo/lib#{number}", "channels", {"slack": {"channel": "C9", "thread": "x"}}
+        )
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    workers = [context.Process(target=_bind, args=(str(root), n, results)) for n in range(1, 9)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+        assert worker.exitcode == 0
+    outcomes = sorted(results.get(timeout=5) for _ in workers)
+    assert outcomes == ["bound"] + ["refused"] * 7

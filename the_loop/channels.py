@@ -57,19 +57,31 @@ class ChannelState:
 
         Rebinding the same conversation and thread keeps ``opened``. Raises
         :class:`ChannelError` for an empty value or when another work item is already
-        bound to that conversation and thread (checked before the record's locked
-        write, not under one lock across records); ``OSError`` propagates.
+        bound to that conversation and thread (checked and written under the store's
+        ``channels`` lock, so two items never claim one thread); ``OSError`` propagates.
         """
         item = as_ref(ref)
         _require_text(channel=channel, conversation=conversation, origin=origin)
         if not isinstance(thread, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ChannelError("thread must be a string")
-        holder = self.work_item_for(channel, conversation, thread)
-        if holder is not None and holder != item:
-            raise ChannelError(
-                f"{channel} conversation {conversation} thread {thread or '-'} already "
-                f"carries {holder.ref}; reset that work item or pick another thread"
-            )
+        with self.store.exclusive("channels"):
+            holder = self.work_item_for(channel, conversation, thread)
+            if holder is not None and holder != item:
+                raise ChannelError(
+                    f"{channel} conversation {conversation} thread {thread or '-'} already "
+                    f"carries {holder.ref}; reset that work item or pick another thread"
+                )
+            return self._write_binding(item, channel, conversation, thread, origin, now)
+
+    def _write_binding(
+        self,
+        item: WorkItemRef,
+        channel: str,
+        conversation: str,
+        thread: str,
+        origin: str,
+        now: float | None,
+    ) -> Binding:
         written: list[Binding] = []
 
         def change(current: dict[str, Any] | None) -> dict[str, Any]:

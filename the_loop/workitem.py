@@ -168,6 +168,15 @@ class WorkItemStore:
             legacy = self._legacy.sections_for(item)
         return loaded.status, {n: self._effective(record, n, legacy) for n in READABLE_SECTIONS}
 
+    def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """A store-wide lock named ``name``, for an invariant that spans records.
+
+        Take it before any record lock (never the other way round).
+        """
+        if not name.isalpha() or name in ("index",):
+            raise ValueError(f"invalid store lock name {name!r}")
+        return self._directory.lock_named(name)
+
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """A block in which each record file is listed and read at most once.
 
