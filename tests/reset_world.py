@@ -43,7 +43,7 @@ class World:
     def workspace(self) -> Path:
         return self.tmp_path / "workspaces"
 
-    def configure(self, **workspace: Any) -> None:
+    def configure(self, tmux: dict[str, Any] | None = None, **workspace: Any) -> None:
         document = {
             "state": {"root": str(self.layout.root)},
             "routing": {
@@ -54,7 +54,7 @@ class World:
                     "repositories": {"octo/app": str(self.remote)},
                     **workspace,
                 },
-                "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 3},
+                "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 3, **(tmux or {})},
             },
         }
         self.config.write_text(json.dumps(document), encoding="utf-8")

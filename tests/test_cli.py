@@ -59,3 +59,24 @@ def test_a_single_command_parser_parses_like_the_full_one() -> None:
     assert vars(build_parser(only="sessions").parse_args(argv)) == vars(
         build_parser().parse_args(argv)
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--conf", "sessions", "events", "--types"],
+        ["--config", "events", "sessions", "list"],
+        ["--config=sessions", "events", "--types"],
+    ],
+)
+def test_the_single_command_parser_reads_argv_exactly_as_the_full_one(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    def outcome(only: str | None) -> tuple[object, str]:
+        try:
+            parsed: object = vars(build_parser(only=only).parse_args(argv))
+        except SystemExit as exit_:
+            parsed = exit_.code
+        return parsed, capsys.readouterr().err.splitlines()[-1:].__repr__()
+
+    assert outcome(chosen_command(argv)) == outcome(None)

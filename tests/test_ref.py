@@ -128,3 +128,15 @@ def test_no_store_path_built_from_a_ref_escapes_its_root(
     for path in (directory.plain_path(ref), directory.disambiguated_path(ref)):
         assert Path(path).resolve().parent == (root / "local").resolve()
         assert is_record_file_name(path.name)
+
+
+def test_the_longest_accepted_ref_still_fits_every_file_name_we_write(tmp_path: Path) -> None:
+    from the_loop.fsio import write_json
+    from the_loop.sessions.ref import MAX_SLUG_LENGTH
+
+    repo = "r" * (MAX_SLUG_LENGTH - len("github-octo--1"))
+    ref = WorkItemRef.parse(f"github:octo/{repo}#1")
+    assert len(ref.slug) == MAX_SLUG_LENGTH
+    write_json(tmp_path / f"{ref.disambiguated_slug}.json", {"ok": True})
+    with pytest.raises(ValueError, match="too long"):
+        WorkItemRef.parse(f"github:octo/{repo}r#1")

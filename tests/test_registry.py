@@ -750,3 +750,19 @@ def test_a_disambiguated_file_holding_a_third_ref_is_never_read_changed_or_remov
     with pytest.raises(TheLoopError, match="another work item"):
         registry.register(a_session(DASH_REPO))
     assert json.loads(planted.read_text()) == V2
+
+
+def test_a_symlink_named_like_the_record_is_stepped_around_never_replaced(
+    registry: SessionRegistry, root: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "someone-elses.json"
+    target.write_text('{"mine": true}')
+    root.mkdir(parents=True, exist_ok=True)
+    link = root / f"{ITEM.slug}.json"
+    link.symlink_to(target)
+    registry.register(a_session())
+    assert link.is_symlink() and target.read_text() == '{"mine": true}'
+    assert registry.path_for(ITEM).name == f"{ITEM.disambiguated_slug}.json"
+    assert registry.find_by_work_item(ITEM) is not None
+    assert registry.forget(ITEM)
+    assert link.is_symlink() and registry.find_by_work_item(ITEM, include_closed=True) is None

@@ -122,3 +122,23 @@ def test_a_closed_record_whose_agent_still_runs_is_ended_by_reset(
     assert f"{ITEM.ref}: ended a live command session" in out
     assert all(process_gone(pid) for pid in pids)
     assert not world.worktree(ITEM).exists()
+
+
+def test_an_agent_the_close_path_leaves_running_is_never_reported_as_ended(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cli.md: "ended a live session" only when it really ended. With killHarnessOnClose
+    false the close path keeps the agent: reset says so, exits 1, and names cleanup."""
+    world.configure(tmux={"killHarnessOnClose": False})
+    pids = _start(world)
+    capsys.readouterr()
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref) == 1
+    captured = capsys.readouterr()
+    assert "ended a live" not in captured.out
+    assert (
+        f"{ITEM.ref}: error: could not end the session: the agent still runs in tmux "
+        f"{world.target(ITEM)} (routing.tmux.killHarnessOnClose is false)"
+    ) in captured.err
+    assert not any(process_gone(pid) for pid in pids)
+    assert world.run("sessions", "cleanup", "--work-item", ITEM.ref) == 0
+    assert wait_until(lambda: all(process_gone(pid) for pid in pids))

@@ -38,6 +38,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
+        allow_abbrev=False,  # chosen_command must see --config exactly as argparse does
         description="Turn GitHub issues and pull requests into coding-agent sessions in tmux, "
         "and keep honest, durable state about each of them.",
     )

@@ -36,6 +36,8 @@ _PLACEHOLDER = ("sleep", "2147483647")
 _POLL_SECONDS = 0.05
 #: How long to wait for tmux to notice the panes died after SIGKILL.
 _KILL_SETTLE_SECONDS = 5.0
+#: The longest a listing of every pane may take before tmux counts as not answering.
+LIST_TIMEOUT_SECONDS = 10.0
 RESET_HINT = "run `the-loop sessions reset --work-item <ref>` to end it first"
 
 
@@ -128,10 +130,10 @@ class TmuxRunner:
 
         Empty when no server runs; None when tmux did not answer.
         """
+        argv = self.command("list-panes", "-a", "-F", "#{pane_dead} #{session_name}")
         try:
-            result = self._tmux(
-                "list-panes", "-a", "-F", "#{pane_dead} #{session_name}", check=False
-            )
+            # A read-only question: a hung server must not hold a dry run for half an hour.
+            result = self._run(argv, timeout=min(self.timeout, LIST_TIMEOUT_SECONDS), check=False)
         except DispatchError:
             return None
         if result.returncode != 0:

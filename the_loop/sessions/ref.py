@@ -21,9 +21,9 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 #: A host segment is a dotted name (``ghe.corp.example``) or ``name:port``.
 _HOST = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})+(?::[0-9]{{1,5}})?|{_LABEL}:[0-9]{{1,5}})\Z")
 _NUMBER = re.compile(r"[0-9]{1,18}\Z")
-#: Longest slug: its file names (``<slug>~<8 hex>.json`` and the temp names around
-#: them, ``.<name>.<random>.tmp``) must stay within the 255-byte name limit.
-MAX_SLUG_LENGTH = 200
+#: Longest slug: every file name written for it — ``<slug>~<8 hex>.json`` and the
+#: temp name around that, ``.<name>.<8 random>.tmp`` — fits the 255-byte name limit.
+MAX_SLUG_LENGTH = 227
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 #: ``\s`` matches exactly what ``str.isspace`` accepts; with C0 controls and DEL.
 _SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")

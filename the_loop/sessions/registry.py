@@ -55,6 +55,8 @@ class _Read:
     record: Session | None = None
     stored: str | None = None
     problem: str = ""
+    #: A symlink, FIFO or directory: someone else's, read as absent and stepped around.
+    stranger: bool = False
 
 
 class _NoEvents:
@@ -69,7 +71,7 @@ def _read(path: Path) -> _Read:
     someone else's: it reads as absent and is never followed, blocked on or removed."""
     status, data, problem = read_object(path)
     if status in ("absent", "stranger"):
-        return _Read(path, "absent")
+        return _Read(path, "absent", stranger=status == "stranger")
     if status != "ok":
         return _Read(path, "unreadable", problem=problem)
     stored = stored_ref(data)
@@ -383,6 +385,10 @@ class SessionRegistry:
 
         path = self._directory.resolve(ref, stored)
         found = reads.get(path) or self._directory.load(path, _read)
+        if found.stranger and path == self._directory.plain_path(ref):
+            # A symlink or directory named like the record is a stranger's: step aside.
+            path = self._directory.disambiguated_path(ref)
+            found = self._directory.load(path, _read)
         if found.stored is not None and found.stored != ref.ref:
             return _Read(path, "foreign", stored=found.stored)
         return found

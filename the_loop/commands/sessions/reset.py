@@ -74,7 +74,31 @@ class LazyClose:
                 self._on_unavailable(self._problem)
         if self._dispatcher is None:
             raise TheLoopError(f"the dispatcher is unavailable: {self._problem}")
-        return self._dispatcher.close_session(session, reason="reset")
+        removed = self._dispatcher.close_session(session, reason="reset")
+        running = [
+            endpoint.tmux_target
+            for endpoint in session.endpoints()
+            if endpoint.tmux_target
+            and self._dispatcher.tmux.liveness(endpoint.tmux_target) == "live"
+        ]
+        if running:
+            raise HarnessStillRunning(session, running, checkout_removed=removed)
+        return removed
+
+
+class HarnessStillRunning(TheLoopError):
+    """The close path left an agent running (``killHarnessOnClose`` is false).
+
+    ``checkout_removed`` says whether the close removed a checkout all the same.
+    """
+
+    def __init__(self, session: Session, targets: list[str], *, checkout_removed: bool) -> None:
+        super().__init__(
+            f"the agent still runs in tmux {', '.join(targets)} "
+            "(routing.tmux.killHarnessOnClose is false); "
+            f"`the-loop sessions cleanup --work-item {session.ref}` ends it"
+        )
+        self.checkout_removed = checkout_removed
 
 
 def _unique(refs: list[WorkItemRef]) -> list[WorkItemRef]:
