@@ -53,18 +53,18 @@ class RecordDirectory:
         no disambiguated file exists); otherwise the disambiguated name.
         """
         plain = self.plain_path(ref)
-        if not self._exists(plain):
+        if not self.exists(plain):
             other = self.disambiguated_path(ref)
-            return other if self._exists(other) else plain
+            return other if self.exists(other) else plain
         owner = stored_ref(plain)
         if owner == ref.ref:
             return plain
         other = self.disambiguated_path(ref)
-        if owner is None and not self._exists(other):
+        if owner is None and not self.exists(other):
             return plain
         return other
 
-    def _exists(self, path: Path) -> bool:
+    def exists(self, path: Path) -> bool:
         """``os.path.lexists`` of a file of this directory (from the snapshot, inside one)."""
         snapshot = self._snapshot
         if snapshot is None:

@@ -340,15 +340,22 @@ class WorkItemStore:
 
     def _locate(self, item: WorkItemRef) -> tuple[Path, LoadedRecord]:
         seen: dict[Path, LoadedRecord] = {}
+        plain = self._directory.plain_path(item)
+        if self._directory.exists(plain):
+            loaded = seen[plain] = self._load(plain)
+            if loaded.item is item or loaded.item == item:
+                # What ``resolve`` picks when the plain file stores this very ref.
+                return plain, loaded
 
         def stored_ref(path: Path) -> str | None:
-            seen[path] = self._load(path)
+            if path not in seen:
+                seen[path] = self._load(path)
             stored = seen[path].item
             return stored.ref if stored is not None else None
 
         path = self._directory.resolve(item, stored_ref)
         loaded = seen[path] if path in seen else self._load(path)
-        if loaded.status == "stranger" and path == self._directory.plain_path(item):
+        if loaded.status == "stranger" and path == plain:
             # A directory or symlink named like the record is a stranger's: step aside.
             path = self._directory.disambiguated_path(item)
             loaded = self._load(path)

@@ -135,10 +135,16 @@ def load_record(path: Path) -> LoadedRecord:
     item = parse_ref(record.get("ref"))
     if item is None:
         return LoadedRecord("unreadable", {}, problem="it names no valid work item")
-    problems = [section_problem(name, record.get(name)) for name in READABLE_SECTIONS]
-    if not isinstance(record.get(SEALED, False), bool):
-        problems.append("its 'sealed' flag is not a boolean")
-    problem = next((text for text in problems if text), "")
+    problem = ""
+    for name in READABLE_SECTIONS:
+        value: object = record.get(name)
+        # A plain object needs no check unless it is a map of entries.
+        if value is not None and (name in MAP_SECTIONS or not isinstance(value, dict)):
+            problem = section_problem(name, value)
+            if problem:
+                break
+    if not problem and not isinstance(record.get(SEALED, False), bool):
+        problem = "its 'sealed' flag is not a boolean"
     return LoadedRecord("unreadable" if problem else "ok", {} if problem else record, item, problem)
 
 

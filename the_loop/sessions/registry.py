@@ -74,12 +74,12 @@ def _read(path: Path) -> _Read:
         return _Read(path, "absent", stranger=status == "stranger")
     if status != "ok":
         return _Read(path, "unreadable", problem=problem)
-    stored = stored_ref(data)
     try:
         record = record_from_json(data)
     except (ValueError, RecursionError) as error:
-        return _Read(path, "unreadable", stored=stored, problem=str(error))
-    return _Read(path, "ok", record, stored)
+        return _Read(path, "unreadable", stored=stored_ref(data), problem=str(error))
+    # A readable record stores the ref it was built from (what ``stored_ref`` would parse).
+    return _Read(path, "ok", record, record.ref)
 
 
 class SessionRegistry:

@@ -225,13 +225,15 @@ def _v1_handles(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _from_v2(document: Mapping[str, Any]) -> Session:
-    own = _ref_of(document.get("workItem"))
+    stored = document.get("workItem")
+    own = _ref_of(stored)
     sessions = _mapping(document.get("sessions"), "sessions")
     channels = _mapping(document.get("channels") or {}, "channels") or _NO_CHANNELS
     own_entry: tuple[str, object] | None = None
     pull_requests: dict[WorkItemRef, Session] = {}
     for key, value in sessions.items():
-        ref = _ref_of(key)
+        # The own entry is almost always keyed by the very spelling of ``workItem``.
+        ref = own if key == stored else _ref_of(key)
         if ref is own or ref == own:
             own_entry = (key, value)
         else:

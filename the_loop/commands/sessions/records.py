@@ -221,18 +221,15 @@ def _link_in_state_file(record: Session, pr: WorkItemRef) -> None:
 def run_list(args: argparse.Namespace) -> int:
     """Print every session record (optionally of one status); empty prints nothing."""
     stores = open_stores(load_context(args))
+    # Rendering keeps every row until it is printed: it runs inside the block too.
     with reading_every_record(stores):
         sessions = stores.registry.list_sessions(args.status)
         commands = [_last_command(stores, session) for session in sessions]
-    if args.format == FORMAT_JSON:
-        documents = [
-            {**session.to_dict(), "control": command}
-            for session, command in zip(sessions, commands, strict=True)
-        ]
-        _print_sessions(documents)
-    elif sessions:
-        rows = [_row(session, command) for session, command in zip(sessions, commands, strict=True)]
-        print_table(LIST_HEADERS, rows)
+        pairs = zip(sessions, commands, strict=True)
+        if args.format == FORMAT_JSON:
+            _print_sessions([_document(session, command) for session, command in pairs])
+        elif sessions:
+            print_table(LIST_HEADERS, [_row(session, command) for session, command in pairs])
     return EXIT_OK
 
 
@@ -265,6 +262,13 @@ def _print_sessions(documents: list[dict[str, Any]]) -> None:
     encode = json.JSONEncoder(ensure_ascii=False).encode
     rows = ",\n".join("  " + encode(document) for document in documents)
     sys.stdout.write('{"sessions": [\n' + rows + "\n]}\n")
+
+
+def _document(session: Session, command: str | None) -> dict[str, Any]:
+    """One row of ``list --format json``: the session's report, then its ``control``."""
+    document = session.to_dict()
+    document["control"] = command
+    return document
 
 
 def _last_command(stores: Stores, session: Session) -> str | None:
