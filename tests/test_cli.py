@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from the_loop import __version__
@@ -80,3 +82,12 @@ def test_the_single_command_parser_reads_argv_exactly_as_the_full_one(
         return parsed, capsys.readouterr().err.splitlines()[-1:].__repr__()
 
     assert outcome(chosen_command(argv)) == outcome(None)
+
+
+def test_a_stray_oserror_is_one_error_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "not-a-log"
+    directory.mkdir()
+    assert main(["events", "--file", str(directory)]) == 1
+    assert capsys.readouterr().err == f"error: Is a directory ({directory})\n"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from the_loop import __version__
-from the_loop.errors import EXIT_FAILED, EXIT_INTERRUPTED, TheLoopError
+from the_loop.errors import EXIT_FAILED, EXIT_INTERRUPTED, TheLoopError, describe_error
 
 PROG = "the-loop"
 
@@ -90,8 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_code
     except OSError as error:
         # A store lets an OSError propagate so that nothing claims success; say it plainly.
-        where = f": {error.filename}" if error.filename else ""
-        print(f"error: {error.strerror or error}{where}", file=sys.stderr)
+        print(f"error: {describe_error(error)}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

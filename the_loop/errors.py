@@ -25,3 +25,11 @@ class UsageError(TheLoopError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=EXIT_USAGE)
+
+
+def describe_error(error: BaseException) -> str:
+    """The sentence for an error: an ``OSError`` as ``<reason> (<file>)``, else its message."""
+    if isinstance(error, OSError) and error.strerror:
+        where = f" ({error.filename})" if error.filename else ""
+        return f"{error.strerror}{where}"
+    return str(error) or type(error).__name__

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from the_loop.errors import TheLoopError
+from the_loop.errors import TheLoopError, describe_error
 from the_loop.eventlog import EventLog
 from the_loop.fsio import DirectorySyncs
 from the_loop.sessions.ref import WorkItemRef
@@ -83,18 +83,11 @@ class _Progress:
     ended: bool = False
 
 
-def _describe(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        where = f" ({error.filename})" if error.filename else ""
-        return f"{error.strerror}{where}"
-    return str(error) or type(error).__name__
-
-
 def _end_session(session: Session, close: CloseSession, progress: _Progress) -> None:
     try:
         checkout_removed = close(session)
     except Exception as error:  # a raising close is reported; the records still go
-        progress.errors.append(f"could not end the session: {_describe(error)}")
+        progress.errors.append(f"could not end the session: {describe_error(error)}")
         # A close that failed part-way may still have removed a checkout: say so.
         if getattr(error, "checkout_removed", False) is True:
             progress.removed.append(WORKSPACE)
@@ -117,7 +110,7 @@ def _forget_record(
         if registry.forget(item, syncs=syncs, only_if_not_live=only_if_not_live):
             progress.removed.append(SESSION)
     except OSError as error:
-        progress.errors.append(f"could not remove the session record: {_describe(error)}")
+        progress.errors.append(f"could not remove the session record: {describe_error(error)}")
     except TheLoopError as error:
         progress.errors.append(f"not reset: {error}")
         return False
@@ -130,7 +123,7 @@ def _clear_sections(
     try:
         result = store.write_sections(item, dict.fromkeys(RESET_SECTIONS), syncs=syncs)
     except (OSError, ValueError) as error:
-        progress.errors.append(f"could not clear the work-item record: {_describe(error)}")
+        progress.errors.append(f"could not clear the work-item record: {describe_error(error)}")
         return
     progress.removed.extend(name for name in RESET_SECTIONS if name in result.removed)
     if result.replaced_unreadable and result.action in ("deleted", "sealed"):
@@ -150,7 +143,7 @@ def _lookup(
     try:
         status, session = registry.load(item)
     except OSError as error:
-        progress.errors.append(f"could not read the session record: {_describe(error)}")
+        progress.errors.append(f"could not read the session record: {describe_error(error)}")
         return "absent", None
     return status, session
 

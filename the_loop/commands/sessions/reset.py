@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import FORMAT_JSON, FORMAT_TEXT, format_parent, work_item_type
-from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
+from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, describe_error
 
 if TYPE_CHECKING:
     from the_loop.commands.common import Context
@@ -222,17 +222,12 @@ def _reset_all(
                     )
                 )
     except OSError as error:
-        problems.append(f"could not rewrite the portable index: {_oserror(error)}")
+        problems.append(f"could not rewrite the portable index: {describe_error(error)}")
     try:
         syncs.flush()
     except OSError as error:
-        problems.append(f"could not make the removals durable: {_oserror(error)}")
+        problems.append(f"could not make the removals durable: {describe_error(error)}")
     return outcomes, problems
-
-
-def _oserror(error: OSError) -> str:
-    where = f" ({error.filename})" if error.filename else ""
-    return f"{error.strerror or error}{where}"
 
 
 class RunningHarnesses:
