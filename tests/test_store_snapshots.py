@@ -43,19 +43,20 @@ def test_inside_a_snapshot_each_record_file_is_loaded_once(tmp_path: Path):
     directory.directory.mkdir()
     path = directory.plain_path(ITEM)
     path.write_text("{}", encoding="utf-8")
-    loads: list[Path] = []
+    loads: list[str] = []
 
-    def loader(loaded: Path) -> str:
+    def loader(loaded: str) -> str:
         loads.append(loaded)
-        return loaded.read_text(encoding="utf-8")
+        return Path(loaded).read_text(encoding="utf-8")
 
     with directory.snapshot():
-        assert [directory.load(path, loader) for _ in range(3)] == ["{}"] * 3
+        assert [directory.load(path.name, loader) for _ in range(3)] == ["{}"] * 3
         assert directory.record_files() == directory.record_files() == [path]
-    assert loads == [path]
-    directory.load(path, loader)
-    directory.load(path, loader)
-    assert loads == [path] * 3
+        assert directory.record_names() == [path.name]
+    assert loads == [str(path)]
+    directory.load(path.name, loader)
+    directory.load(path.name, loader)
+    assert loads == [str(path)] * 3
 
 
 def test_a_snapshot_sees_the_directory_as_first_read_in_it(tmp_path: Path):

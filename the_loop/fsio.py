@@ -129,7 +129,7 @@ def read_json(path: Path) -> Any:
         return json.load(handle)
 
 
-def read_object(path: Path) -> tuple[str, object, str]:
+def read_object(path: str | Path) -> tuple[str, object, str]:
     """``(status, parsed JSON, problem)`` of a record file, with one open; never raises.
 
     ``status`` is ``absent``, ``ok``, ``unreadable`` (not JSON, or unreadable), or

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from the_loop.fsio import locked
 from the_loop.sessions.ref import WorkItemRef, is_record_file_name
 
-#: Reads the ref a record file stores; None when the file is unreadable or names none.
-StoredRef = Callable[[Path], "str | None"]
+#: Reads the ref the named record file stores; None when the file is unreadable or names none.
+StoredRef = Callable[[str], "str | None"]
 Loaded = TypeVar("Loaded")
 
 
@@ -27,64 +27,74 @@ class _Snapshot:
 
     def __init__(self) -> None:
         self.names: set[str] | None = None
-        self.records: list[Path] | None = None
+        self.records: list[str] | None = None
         self.loaded: dict[str, Any] = {}
 
 
 class RecordDirectory:
-    """Record files of one store under ``directory``, with their locks under ``locks_dir``."""
+    """Record files of one store under ``directory``, with their locks under ``locks_dir``.
+
+    Files are addressed by name (``<slug>.json``); :meth:`path` makes the ``Path`` of
+    one when a caller needs it. Loaders get the file's path as a string: a listing of
+    ten thousand records builds no ``Path`` object per file.
+    """
 
     def __init__(self, directory: Path, locks_dir: Path) -> None:
         self.directory = Path(directory)
         self.locks_dir = Path(locks_dir)
+        self._prefix = os.path.join(self.directory, "")
         self._snapshot: _Snapshot | None = None
         self._snapshot_depth = 0
 
+    def path(self, name: str) -> Path:
+        """The path of the file ``name`` of this directory."""
+        return self.directory / name
+
     def plain_path(self, ref: WorkItemRef) -> Path:
-        return self.directory / f"{ref.slug}.json"
+        return self.directory / plain_name(ref)
 
     def disambiguated_path(self, ref: WorkItemRef) -> Path:
-        return self.directory / f"{ref.disambiguated_slug}.json"
+        return self.directory / disambiguated_name(ref)
 
-    def resolve(self, ref: WorkItemRef, stored_ref: StoredRef) -> Path:
-        """The file that holds (or will hold) ``ref``'s record.
+    def resolve(self, ref: WorkItemRef, stored_ref: StoredRef) -> str:
+        """The name of the file that holds (or will hold) ``ref``'s record.
 
         The plain name when it is free or stores this ref (or is unreadable and
         no disambiguated file exists); otherwise the disambiguated name.
         """
-        plain = self.plain_path(ref)
+        plain = plain_name(ref)
         if not self.exists(plain):
-            other = self.disambiguated_path(ref)
+            other = disambiguated_name(ref)
             return other if self.exists(other) else plain
         owner = stored_ref(plain)
         if owner == ref.ref:
             return plain
-        other = self.disambiguated_path(ref)
+        other = disambiguated_name(ref)
         if owner is None and not self.exists(other):
             return plain
         return other
 
-    def exists(self, path: Path) -> bool:
-        """``os.path.lexists`` of a file of this directory (from the snapshot, inside one)."""
+    def exists(self, name: str) -> bool:
+        """``os.path.lexists`` of the file ``name`` (from the snapshot, inside one)."""
         snapshot = self._snapshot
         if snapshot is None:
-            return os.path.lexists(path)
+            return os.path.lexists(self._prefix + name)
         if snapshot.names is None:
             try:
                 snapshot.names = set(os.listdir(self.directory))
             except OSError:
                 snapshot.names = set()
-        return path.name in snapshot.names
+        return name in snapshot.names
 
-    def load(self, path: Path, loader: Callable[[Path], Loaded]) -> Loaded:
-        """``loader(path)`` for a file of this directory; inside a snapshot, once per file."""
+    def load(self, name: str, loader: Callable[[str], Loaded]) -> Loaded:
+        """``loader(path)`` for the file ``name``; inside a snapshot, once per file."""
         snapshot = self._snapshot
         if snapshot is None:
-            return loader(path)
-        name = path.name
-        if name not in snapshot.loaded:
-            snapshot.loaded[name] = loader(path)
-        return snapshot.loaded[name]
+            return loader(self._prefix + name)
+        loaded = snapshot.loaded
+        if name not in loaded:
+            loaded[name] = loader(self._prefix + name)
+        return loaded[name]
 
     @contextlib.contextmanager
     def snapshot(self) -> Generator[None]:
@@ -121,13 +131,14 @@ class RecordDirectory:
         # A writer reads the disk, and what it writes must not be hidden by a snapshot.
         self._snapshot = None
 
-    def record_files(self) -> list[Path]:
-        """Every file whose name looks like a record, sorted by name; never raises."""
+    def record_names(self) -> list[str]:
+        """The name of every file that looks like a record, sorted; never raises."""
         snapshot = self._snapshot
         if snapshot is not None and snapshot.records is not None:
             return list(snapshot.records)
         try:
-            entries = list(os.scandir(self.directory))
+            with os.scandir(self.directory) as listing:
+                entries = list(listing)
         except OSError:
             return []
         names: list[str] = []
@@ -137,12 +148,25 @@ class RecordDirectory:
                     if entry.is_file(follow_symlinks=False):
                         names.append(entry.name)
         names.sort()
-        files = [self.directory / name for name in names]
         if snapshot is not None:
-            snapshot.records = files
+            snapshot.records = names
             snapshot.names = {entry.name for entry in entries}
-            return list(files)
-        return files
+            return list(names)
+        return names
+
+    def record_files(self) -> list[Path]:
+        """:meth:`record_names` as paths."""
+        return [self.directory / name for name in self.record_names()]
+
+
+def plain_name(ref: WorkItemRef) -> str:
+    """``<slug>.json``: the name of ``ref``'s record file unless another ref holds it."""
+    return f"{ref.slug}.json"
+
+
+def disambiguated_name(ref: WorkItemRef) -> str:
+    """``<slug>~<8 hex>.json``: the name used when another ref already holds the plain one."""
+    return f"{ref.disambiguated_slug}.json"
 
 
 def is_named_for(name: str, ref: WorkItemRef) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from the_loop.fsio import DirectorySyncs, read_object, remove_file, write_json
-from the_loop.records import RecordDirectory, is_named_for
+from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
 from the_loop.sessions.ref import WorkItemRef
 from the_loop.state import LegacyLayout
 from the_loop.workitem_files import (
@@ -132,7 +132,7 @@ class WorkItemStore:
 
     def path_for(self, ref: RefLike) -> Path:
         """The file that holds (or would hold) ``ref``'s record."""
-        return self._locate(as_ref(ref))[0]
+        return self._directory.path(self._locate(as_ref(ref))[0])
 
     def record_status(self, ref: RefLike) -> str:
         """``absent``, ``ok`` or ``unreadable`` (which a reset counts as found and removes)."""
@@ -192,14 +192,10 @@ class WorkItemStore:
         """Refs of records that cannot be read but still name, in their file name, the ref
         they store (a reset of that ref counts them as found and removes them)."""
         found: set[str] = set()
-        for path in self._directory.record_files():
-            loaded = self._load(path)
+        for name in self._directory.record_names():
+            loaded = self._load(name)
             item = loaded.item
-            if (
-                loaded.status == "unreadable"
-                and item is not None
-                and path.name in (f"{item.slug}.json", f"{item.disambiguated_slug}.json")
-            ):
+            if loaded.status == "unreadable" and item is not None and is_named_for(name, item):
                 found.add(item.ref)
         return found
 
@@ -212,7 +208,8 @@ class WorkItemStore:
 
         Never the index, temp files, strangers' files or unreadable records (warned about).
         """
-        return {summary.ref: path for summary, path in self._scan(warn=True)}
+        path = self._directory.path
+        return {summary.ref: path(name) for summary, name in self._scan(warn=True)}
 
     def summaries(self) -> list[RecordSummary]:
         """Every readable record as the index lists it, sorted by ref (no warnings)."""
@@ -338,38 +335,40 @@ class WorkItemStore:
         if self._on_warning is not None:
             self._on_warning(message)
 
-    def _locate(self, item: WorkItemRef) -> tuple[Path, LoadedRecord]:
-        seen: dict[Path, LoadedRecord] = {}
-        plain = self._directory.plain_path(item)
+    def _locate(self, item: WorkItemRef) -> tuple[str, LoadedRecord]:
+        """The name of the file for ``item`` and what it holds (reading each candidate once)."""
+        seen: dict[str, LoadedRecord] = {}
+        plain = plain_name(item)
         if self._directory.exists(plain):
             loaded = seen[plain] = self._load(plain)
             if loaded.item is item or loaded.item == item:
                 # What ``resolve`` picks when the plain file stores this very ref.
                 return plain, loaded
 
-        def stored_ref(path: Path) -> str | None:
-            if path not in seen:
-                seen[path] = self._load(path)
-            stored = seen[path].item
+        def stored_ref(name: str) -> str | None:
+            if name not in seen:
+                seen[name] = self._load(name)
+            stored = seen[name].item
             return stored.ref if stored is not None else None
 
-        path = self._directory.resolve(item, stored_ref)
-        loaded = seen[path] if path in seen else self._load(path)
-        if loaded.status == "stranger" and path == plain:
+        name = self._directory.resolve(item, stored_ref)
+        loaded = seen[name] if name in seen else self._load(name)
+        if loaded.status == "stranger" and name == plain:
             # A directory or symlink named like the record is a stranger's: step aside.
-            path = self._directory.disambiguated_path(item)
-            loaded = self._load(path)
+            name = disambiguated_name(item)
+            loaded = self._load(name)
         if loaded.item is not None and loaded.item is not item and loaded.item != item:
             problem = f"it holds the record of {loaded.item.ref}"
             loaded = LoadedRecord("foreign", {}, loaded.item, problem)
-        return path, loaded
+        return name, loaded
 
-    def _load(self, path: Path) -> LoadedRecord:
-        return self._directory.load(path, load_record)
+    def _load(self, name: str) -> LoadedRecord:
+        return self._directory.load(name, load_record)
 
     def _read_loaded(self, item: WorkItemRef) -> LoadedRecord:
-        path, loaded = self._locate(item)
+        name, loaded = self._locate(item)
         if loaded.status not in ("ok", "absent"):
+            path = self._directory.path(name)
             self._warn(f"{item.ref}: ignoring unreadable record {path}: {loaded.problem}")
         return loaded
 
@@ -396,7 +395,8 @@ class WorkItemStore:
         for name in names:
             check_writable(name, None)
         with self._directory.lock(item):
-            path, loaded = self._locate(item)
+            name, loaded = self._locate(item)
+            path = self._directory.path(name)
             record = self._writable_record(item, path, loaded)
             legacy = self._legacy.sections_for(item)
             current = {name: self._effective(record, name, legacy) for name in names}
@@ -478,19 +478,19 @@ class WorkItemStore:
             if syncs is not None:
                 syncs.flush()
 
-    def _scan(self, *, warn: bool) -> list[tuple[RecordSummary, Path]]:
+    def _scan(self, *, warn: bool) -> list[tuple[RecordSummary, str]]:
         """Every listable record, sorted by ref: readable, and named for the ref it stores."""
-        found: dict[str, tuple[RecordSummary, Path]] = {}
-        for path in self._directory.record_files():
-            loaded = self._load(path)
+        found: dict[str, tuple[RecordSummary, str]] = {}
+        for name in self._directory.record_names():
+            loaded = self._load(name)
             item = loaded.item
             if loaded.status == "ok" and item is not None:
-                if is_named_for(path.name, item):
-                    found.setdefault(item.ref, (summarize(item, path.name, loaded.record), path))
+                if is_named_for(name, item):
+                    found.setdefault(item.ref, (summarize(item, name, loaded.record), name))
                     continue
                 loaded = LoadedRecord(
                     "foreign", {}, item, f"it names {item.ref}, not its file name"
                 )
             if warn and loaded.status != "absent":
-                self._warn(f"skipping {path}: {loaded.problem}")
+                self._warn(f"skipping {self._directory.path(name)}: {loaded.problem}")
         return [found[ref] for ref in sorted(found)]

@@ -8,7 +8,6 @@ builds the store on top; import the names from there.
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -90,13 +89,13 @@ def as_ref(ref: RefLike) -> WorkItemRef:
 
 
 def parse_ref(value: object) -> WorkItemRef | None:
-    """The ref ``value`` spells, or None when it is not a valid ref string."""
-    return _parse_text(value) if isinstance(value, str) else None
+    """The ref ``value`` spells, or None when it is not a valid ref string.
 
-
-@functools.lru_cache(maxsize=1 << 16)
-def _parse_text(value: str) -> WorkItemRef | None:
-    # Pure and immutable: a listing of 10,000 records parses each stored ref once.
+    Goes through :meth:`WorkItemRef.parse` and so shares its cache: the ref a session
+    record names is parsed once, and found there again for the item's portable record.
+    """
+    if not isinstance(value, str) or not value:
+        return None
     try:
         return WorkItemRef.parse(value)
     except ValueError:
@@ -122,7 +121,7 @@ def section_problem(name: str, value: object) -> str:
     return ""
 
 
-def load_record(path: Path) -> LoadedRecord:
+def load_record(path: str | Path) -> LoadedRecord:
     """Read one portable record file (one ``open`` + ``json.load``), checking its shape."""
     status, data, problem = read_object(path)
     if status == "absent":

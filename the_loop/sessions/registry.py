@@ -18,7 +18,7 @@ from typing import Any, Literal, cast
 from the_loop.errors import EXIT_USAGE, TheLoopError
 from the_loop.eventlog import EventLog, utc_timestamp
 from the_loop.fsio import DirectorySyncs, read_object, remove_file, write_json
-from the_loop.records import RecordDirectory, is_named_for
+from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
 from the_loop.sessions.ref import WorkItemRef, ref_order
 from the_loop.sessions.session import (
     ACTIVE,
@@ -50,7 +50,6 @@ class RegistryError(TheLoopError):
 class _Read:
     """One record file as read: ``foreign`` when it stores another ref."""
 
-    path: Path
     status: Literal["absent", "ok", "unreadable", "foreign"]
     record: Session | None = None
     stored: str | None = None
@@ -66,20 +65,20 @@ class _NoEvents:
         return False
 
 
-def _read(path: Path) -> _Read:
+def _read(path: str) -> _Read:
     """Read one record file; never raises. A symlink, FIFO or directory at the path is
     someone else's: it reads as absent and is never followed, blocked on or removed."""
     status, data, problem = read_object(path)
     if status in ("absent", "stranger"):
-        return _Read(path, "absent", stranger=status == "stranger")
+        return _Read("absent", stranger=status == "stranger")
     if status != "ok":
-        return _Read(path, "unreadable", problem=problem)
+        return _Read("unreadable", problem=problem)
     try:
         record = record_from_json(data)
     except (ValueError, RecursionError) as error:
-        return _Read(path, "unreadable", stored=stored_ref(data), problem=str(error))
+        return _Read("unreadable", stored=stored_ref(data), problem=str(error))
     # A readable record stores the ref it was built from (what ``stored_ref`` would parse).
-    return _Read(path, "ok", record, record.ref)
+    return _Read("ok", record, record.ref)
 
 
 class SessionRegistry:
@@ -112,16 +111,16 @@ class SessionRegistry:
 
     def path_for(self, ref: WorkItemRef | str) -> Path:
         """The file that holds (or would hold) ``ref``'s record."""
-        return self._locate(as_work_item_ref(ref)).path
+        return self._directory.path(self._locate(as_work_item_ref(ref))[0])
 
     def record_status(self, ref: WorkItemRef | str) -> RecordStatus:
         """``ok``, ``unreadable`` (a file of ours that cannot be read) or ``absent``."""
-        status = self._locate(as_work_item_ref(ref)).status
+        status = self._locate(as_work_item_ref(ref))[1].status
         return "absent" if status == "foreign" else status
 
     def load(self, ref: WorkItemRef | str) -> tuple[RecordStatus, Session | None]:
         """``(record_status(ref), its whole record or None)`` from one read; never warns."""
-        found = self._locate(as_work_item_ref(ref))
+        found = self._locate(as_work_item_ref(ref))[1]
         return ("absent" if found.status == "foreign" else found.status), found.record
 
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
@@ -135,9 +134,10 @@ class SessionRegistry:
         self, ref: WorkItemRef | str, include_closed: bool = False
     ) -> Session | None:
         """The whole record of ``ref`` (own endpoint + ``pull_requests``) when live (or any)."""
-        found = self._locate(as_work_item_ref(ref))
+        name, found = self._locate(as_work_item_ref(ref))
         if found.status == "unreadable":
-            self._warn(f"ignoring unreadable session record {found.path}: {found.problem}")
+            path = self._directory.path(name)
+            self._warn(f"ignoring unreadable session record {path}: {found.problem}")
         record = found.record
         if record is None or not (include_closed or record.is_live):
             return None
@@ -152,27 +152,25 @@ class SessionRegistry:
 
     def refs(self) -> dict[str, Path]:
         """Ref -> file of every readable record (one read per file)."""
-        return {record.ref: path for path, record in self._records(warn=False)}
+        path = self._directory.path
+        return {record.ref: path(name) for name, record in self._records(warn=False)}
 
     def unreadable_refs(self) -> set[str]:
         """Refs of records that cannot be read but store a ref their file name matches."""
         found: set[str] = set()
-        for path in self._directory.record_files():
-            read = self._directory.load(path, _read)
+        for name in self._directory.record_names():
+            read = self._directory.load(name, _read)
             if read.status != "unreadable" or read.stored is None:
                 continue
             stored = WorkItemRef.parse(read.stored)
-            if path.name in (
-                f"{stored.slug}.json",
-                f"{stored.disambiguated_slug}.json",
-            ):
+            if is_named_for(name, stored):
                 found.add(stored.ref)
         return found
 
     def record_owning(self, ref: WorkItemRef | str) -> Session | None:
         """The record whose sessions map holds ``ref``: the item's own, else a PR owner's."""
         wanted = as_work_item_ref(ref)
-        own = self._locate(wanted).record
+        own = self._locate(wanted)[1].record
         if own is not None:
             return own
         return next(
@@ -197,7 +195,7 @@ class SessionRegistry:
 
     def channel_cursors(self, ref: WorkItemRef | str, channel: str) -> dict[str, str]:
         """Thread -> cursor of ``channel`` in ``ref``'s record (empty when none)."""
-        record = self._locate(as_work_item_ref(ref)).record
+        record = self._locate(as_work_item_ref(ref))[1].record
         entry: object = record.channels.get(channel) if record is not None else None
         if not isinstance(entry, dict):
             return {}
@@ -220,9 +218,10 @@ class SessionRegistry:
         """
         ref = session.work_item
         with self._directory.lock(ref):
-            found = self._locate(ref)
+            name, found = self._locate(ref)
+            path = self._directory.path(name)
             if found.status == "foreign":
-                raise TheLoopError(f"{found.path} holds the record of another work item")
+                raise TheLoopError(f"{path} holds the record of another work item")
             existing = found.record
             if existing is not None and existing.is_live and not force:
                 raise RegistryError(
@@ -231,9 +230,9 @@ class SessionRegistry:
                     "use --force to replace it"
                 )
             if found.status == "unreadable":
-                self._warn(f"replacing unreadable session record {found.path}: {found.problem}")
+                self._warn(f"replacing unreadable session record {path}: {found.problem}")
             record = _registered(session, existing, utc_timestamp())
-            write_json(found.path, record_to_json(record))
+            write_json(path, record_to_json(record))
         self._events.emit(
             "session.registered",
             work_item=ref.ref,
@@ -284,14 +283,14 @@ class SessionRegistry:
         """
         wanted = as_work_item_ref(ref)
         with self._directory.lock(wanted):
-            found = self._locate(wanted)
+            name, found = self._locate(wanted)
             if found.status not in ("ok", "unreadable"):
                 return False
             if only_if_not_live and found.record is not None and found.record.is_live:
                 raise RegistryError(
                     f"{wanted.ref}: a live session was registered meanwhile; its record is kept"
                 )
-            return remove_file(found.path, syncs=syncs)
+            return remove_file(self._directory.path(name), syncs=syncs)
 
     def link_pull_request(self, owner: WorkItemRef | str, pr: WorkItemRef | str) -> Session | None:
         """Add ``pr``'s endpoint (empty handles) to ``owner``'s record; idempotent.
@@ -375,54 +374,57 @@ class SessionRegistry:
 
     # -- internals -----------------------------------------------------------
 
-    def _locate(self, ref: WorkItemRef) -> _Read:
-        """The file for ``ref`` and what it holds (reading each candidate file once)."""
-        reads: dict[Path, _Read] = {}
+    def _locate(self, ref: WorkItemRef) -> tuple[str, _Read]:
+        """The name of the file for ``ref`` and what it holds (reading each candidate once)."""
+        reads: dict[str, _Read] = {}
 
-        def stored(path: Path) -> str | None:
-            reads[path] = self._directory.load(path, _read)
-            return reads[path].stored
+        def stored(name: str) -> str | None:
+            reads[name] = self._directory.load(name, _read)
+            return reads[name].stored
 
-        path = self._directory.resolve(ref, stored)
-        found = reads.get(path) or self._directory.load(path, _read)
-        if found.stranger and path == self._directory.plain_path(ref):
+        name = self._directory.resolve(ref, stored)
+        found = reads.get(name) or self._directory.load(name, _read)
+        if found.stranger and name == plain_name(ref):
             # A symlink or directory named like the record is a stranger's: step aside.
-            path = self._directory.disambiguated_path(ref)
-            found = self._directory.load(path, _read)
+            name = disambiguated_name(ref)
+            found = self._directory.load(name, _read)
         if found.stored is not None and found.stored != ref.ref:
-            return _Read(path, "foreign", stored=found.stored)
-        return found
+            return name, _Read("foreign", stored=found.stored)
+        return name, found
 
     def _change(self, ref: WorkItemRef, change: _Change) -> tuple[Session | None, Session | None]:
         """Locked read -> ``change`` -> write. Returns (record before, record written or None)."""
         with self._directory.lock(ref):
-            found = self._locate(ref)
+            name, found = self._locate(ref)
             before = found.record
             if before is None:
                 return None, None
             after = change(before)
             if after is None or after == before:
                 return before, None
-            write_json(found.path, record_to_json(after))
+            write_json(self._directory.path(name), record_to_json(after))
             return before, after
 
-    def _records(self, *, warn: bool) -> Iterator[tuple[Path, Session]]:
-        """Every readable record file whose name matches its stored ref; one read each."""
+    def _records(self, *, warn: bool) -> Iterator[tuple[str, Session]]:
+        """(file name, record) of every readable record file whose name matches its stored
+        ref; one read each."""
         seen: set[str] = set()
-        for path in self._directory.record_files():
-            found = self._directory.load(path, _read)
+        for name in self._directory.record_names():
+            found = self._directory.load(name, _read)
             record = found.record
             if record is None:
                 if warn and found.status == "unreadable":
+                    path = self._directory.path(name)
                     self._warn(f"skipping unreadable session record {path}: {found.problem}")
                 continue
-            if not is_named_for(path.name, record.work_item):
+            if not is_named_for(name, record.work_item):
                 if warn:
+                    path = self._directory.path(name)
                     self._warn(f"skipping {path}: it holds the record of {record.ref}")
                 continue
             if record.ref not in seen:
                 seen.add(record.ref)
-                yield path, record
+                yield name, record
 
     def _warn(self, message: str) -> None:
         if self._on_warning is not None:
