@@ -227,6 +227,7 @@ def test_refs_maps_every_readable_record_to_its_file(registry: SessionRegistry, 
         ITEM.ref: root / "github-octo-app-15.json",
         PR.ref: root / "github-octo-lib-7.json",
     }
+    assert registry.work_items() == {ITEM.ref, PR.ref}
 
 
 # -- pause, resume, close ------------------------------------------------------------

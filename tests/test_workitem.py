@@ -324,6 +324,23 @@ def test_the_index_lists_records_sorted_by_ref_with_their_sections(
     }
 
 
+def test_refs_holding_names_the_records_whose_sections_hold_an_object(
+    store: WorkItemStore, layout: StateLayout
+) -> None:
+    write_legacy_control(legacy_layout(layout), "github:octo/zed#1")
+    store.write_section("github:octo/zed#1", CONTROL, None)  # sealed: holds nothing
+    store.write_sections(APP, {POLL: LEDGER, CONTROL: START})
+    store.write_section("github:octo/app#2", CHANNELS, {"slack": {}})
+    store.write_section("github:octo/app#3", CHANNELS, {})  # an empty map holds nothing
+    (store.root / "github-octo-app-4.json").write_text("{broken", encoding="utf-8")
+
+    assert store.refs_holding((CONTROL,)) == {APP}
+    assert store.refs_holding((CHANNELS, POLL)) == {APP, "github:octo/app#2"}
+    assert store.refs_holding(()) == set()
+    every = {summary.ref for summary in store.summaries() if summary.sections}
+    assert store.refs_holding(SECTIONS) == every
+
+
 def test_rebuilding_an_unchanged_directory_gives_an_identical_index(store: WorkItemStore) -> None:
     store.write_section(APP, CONTROL, START)
     store.write_section(LIB, POLL, LEDGER)

@@ -228,10 +228,8 @@ def work_items_with_state(registry: SessionRegistry, store: WorkItemStore) -> li
     Sections still only in the legacy tree count while a read would return
     them (a sealed record hides them, so a reset item is not listed again).
     """
-    refs = set(registry.refs()) | registry.unreadable_refs() | store.unreadable_refs()
-    for summary in store.summaries():
-        if any(name in RESET_SECTIONS for name in summary.sections):
-            refs.add(summary.ref)
+    refs = registry.work_items() | registry.unreadable_refs() | store.unreadable_refs()
+    refs |= store.refs_holding(RESET_SECTIONS)
     for ref in store.legacy_refs() - refs:
         if store.section(ref, CONTROL) is not None or store.section(ref, POLL) is not None:
             refs.add(ref)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -214,6 +214,17 @@ class WorkItemStore:
     def summaries(self) -> list[RecordSummary]:
         """Every readable record as the index lists it, sorted by ref (no warnings)."""
         return [summary for summary, _path in self._scan(warn=False)]
+
+    def refs_holding(self, names: Collection[str]) -> set[str]:
+        """Refs of the readable records in which any section of ``names`` holds an object.
+
+        What ``summaries()`` would say, without building a summary per record.
+        """
+        return {
+            item.ref
+            for item, _name, record in self._listable(warn=False)
+            if any(holds(name, record.get(name)) for name in names)
+        }
 
     def owner_of(self, ref: RefLike) -> str | None:
         """The work item whose ``pullRequests`` map holds ``ref``, or None (scans the records)."""
@@ -479,14 +490,22 @@ class WorkItemStore:
                 syncs.flush()
 
     def _scan(self, *, warn: bool) -> list[tuple[RecordSummary, str]]:
-        """Every listable record, sorted by ref: readable, and named for the ref it stores."""
-        found: dict[str, tuple[RecordSummary, str]] = {}
+        """Every listable record as the index lists it, with its file name, sorted by ref."""
+        return [
+            (summarize(item, name, record), name)
+            for item, name, record in self._listable(warn=warn)
+        ]
+
+    def _listable(self, *, warn: bool) -> list[tuple[WorkItemRef, str, Section]]:
+        """(ref, file name, record) of every readable record named for the ref it stores,
+        sorted by ref; one read per file."""
+        found: dict[str, tuple[WorkItemRef, str, Section]] = {}
         for name in self._directory.record_names():
             loaded = self._load(name)
             item = loaded.item
             if loaded.status == "ok" and item is not None:
                 if is_named_for(name, item):
-                    found.setdefault(item.ref, (summarize(item, name, loaded.record), name))
+                    found.setdefault(item.ref, (item, name, loaded.record))
                     continue
                 loaded = LoadedRecord(
                     "foreign", {}, item, f"it names {item.ref}, not its file name"

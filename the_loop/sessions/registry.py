@@ -155,6 +155,10 @@ class SessionRegistry:
         path = self._directory.path
         return {record.ref: path(name) for name, record in self._records(warn=False)}
 
+    def work_items(self) -> set[str]:
+        """The ref of every readable record, as :meth:`refs` has them (no paths built)."""
+        return {record.ref for _name, record in self._records(warn=False)}
+
     def unreadable_refs(self) -> set[str]:
         """Refs of records that cannot be read but store a ref their file name matches."""
         found: set[str] = set()
