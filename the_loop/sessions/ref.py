@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
 
 DEFAULT_GITHUB_HOST = "github.com"
 EXPECTED_SHAPE = "<provider>:[<host>/]<owner>/<repo>#<number>, e.g. github:octo/repo#15"
@@ -44,6 +46,38 @@ def _check_name(text: str, kind: str, value: str) -> None:
         raise _refuse(text, f"{kind} {value!r} may only hold letters, digits, '.', '_' and '-'")
     if value in (".", "..") or value.startswith("-"):
         raise _refuse(text, f"{kind} {value!r} is not allowed")
+
+
+_Value = TypeVar("_Value")
+
+
+class _derived(Generic[_Value]):
+    """A property computed on first use and kept in the instance's ``__dict__``.
+
+    ``functools.cached_property`` takes a lock on every first use (Python 3.11), which
+    a listing of ten thousand refs pays three times per ref; a ref is immutable, so
+    two threads that race here compute and store the same string, and no lock is
+    needed. Like ``cached_property`` it is a non-data descriptor: once stored, the
+    instance's own value is found without calling it again.
+    """
+
+    def __init__(self, compute: Callable[[Any], _Value]) -> None:
+        self._compute = compute
+        self._name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _derived[_Value]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _Value: ...
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self._name] = self._compute(instance)
+        return value
 
 
 @dataclass(frozen=True, order=True)
@@ -83,18 +117,18 @@ class WorkItemRef:
             return self.host
         return DEFAULT_GITHUB_HOST if self.provider == "github" else ""
 
-    @functools.cached_property
+    @_derived
     def ref(self) -> str:
         """The canonical string form."""
         return f"{self.provider}:{self.path}#{self.number}"
 
-    @functools.cached_property
+    @_derived
     def slug(self) -> str:
         """File-name form: one path component of ``[A-Za-z0-9._-]`` characters."""
         raw = f"{self.provider}-{self.path.replace('/', '-')}-{self.number}"
         return _UNSAFE_RUN.sub("-", raw)
 
-    @functools.cached_property
+    @_derived
     def disambiguated_slug(self) -> str:
         """``<slug>~<8 hex>``: the name used when another ref already holds :attr:`slug`."""
         import hashlib  # deferred: most commands never need a disambiguated name
@@ -102,7 +136,7 @@ class WorkItemRef:
         digest = hashlib.sha256(self.ref.encode("utf-8")).hexdigest()[:8]
         return f"{self.slug}~{digest}"
 
-    @functools.cached_property
+    @_derived
     def url(self) -> str:
         """The web URL for ``github`` refs, ``""`` for other providers."""
         if self.provider != "github":
