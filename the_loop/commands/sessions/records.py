@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +227,7 @@ def run_list(args: argparse.Namespace) -> int:
         commands = [_last_command(stores, session) for session in sessions]
         pairs = zip(sessions, commands, strict=True)
         if args.format == FORMAT_JSON:
-            _print_sessions([_document(session, command) for session, command in pairs])
+            _print_sessions(_document(session, command) for session, command in pairs)
         elif sessions:
             print_table(LIST_HEADERS, [_row(session, command) for session, command in pairs])
     return EXIT_OK
@@ -250,18 +250,16 @@ def reading_every_record(stores: Stores) -> Generator[None]:
             gc.enable()
 
 
-def _print_sessions(documents: list[dict[str, Any]]) -> None:
+def _print_sessions(documents: Iterable[dict[str, Any]]) -> None:
     """``{"sessions": [...]}`` with one session per line.
 
-    Each row is encoded by the C encoder: ``indent=2`` would take the pure-Python
-    one, five times slower on ten thousand sessions.
+    Each row is encoded by the C encoder (``indent=2`` would take the pure-Python
+    one, five times slower on ten thousand sessions), as it is produced: a row's
+    document is dropped as soon as it is encoded.
     """
-    if not documents:
-        sys.stdout.write('{"sessions": []}\n')
-        return
     encode = json.JSONEncoder(ensure_ascii=False).encode
     rows = ",\n".join("  " + encode(document) for document in documents)
-    sys.stdout.write('{"sessions": [\n' + rows + "\n]}\n")
+    sys.stdout.write('{"sessions": [\n' + rows + "\n]}\n" if rows else '{"sessions": []}\n')
 
 
 def _document(session: Session, command: str | None) -> dict[str, Any]:
