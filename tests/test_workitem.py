@@ -349,6 +349,38 @@ def test_rebuilding_an_unchanged_directory_gives_an_identical_index(store: WorkI
     assert snapshot(store.root) == before
 
 
+def test_the_index_holds_one_entry_per_line(store: WorkItemStore) -> None:
+    for number in (3, 1, 2):
+        store.write_section(f"github:octo/app#{number}", CONTROL, START)
+    lines = (store.root / INDEX_FILE).read_text(encoding="utf-8").splitlines()
+    assert lines[0] == '{"workItems": [' and lines[-1] == "]}"
+    refs = [json.loads(line.strip().rstrip(","))["ref"] for line in lines[1:-1]]
+    assert refs == [f"github:octo/app#{number}" for number in (1, 2, 3)]
+
+
+def test_an_index_of_another_layout_is_rewritten_in_this_one(store: WorkItemStore) -> None:
+    store.write_section(APP, CONTROL, START)
+    index = store.root / INDEX_FILE
+    written = index.read_bytes()
+    index.write_text(json.dumps(on_disk(index), indent=2), encoding="utf-8")  # same data
+    store.rebuild_index()
+    assert index.read_bytes() == written
+
+
+def test_an_index_that_is_a_stranger_s_symlink_is_replaced_not_followed(
+    store: WorkItemStore, tmp_path: Path
+) -> None:
+    store.write_section(APP, CONTROL, START)
+    target = tmp_path / "elsewhere.json"
+    target.write_text("theirs", encoding="utf-8")
+    index = store.root / INDEX_FILE
+    index.unlink()
+    index.symlink_to(target)
+    store.rebuild_index()
+    assert not index.is_symlink() and on_disk(index)["workItems"][0]["ref"] == APP
+    assert target.read_text(encoding="utf-8") == "theirs"
+
+
 def test_the_index_goes_with_the_last_record(store: WorkItemStore) -> None:
     store.write_section(APP, CONTROL, START)
     store.write_section(LIB, CONTROL, START)

@@ -136,24 +136,37 @@ def read_object(path: str | Path) -> tuple[str, object, str]:
     ``stranger``: a symlink, FIFO, directory or other non-regular file, which is
     someone else's and never followed or blocked on.
     """
+    status, data, problem = _read_regular(path)
+    if status != "ok":
+        return status, None, problem
+    try:
+        return "ok", json.loads(data.decode("utf-8")), ""
+    except ValueError as error:
+        return "unreadable", None, f"it is not valid JSON ({error})"
+
+
+def read_bytes(path: str | Path) -> bytes | None:
+    """The content of the regular file ``path``, or None (absent, unreadable, a stranger's)."""
+    status, data, _ = _read_regular(path)
+    return data if status == "ok" else None
+
+
+def _read_regular(path: str | Path) -> tuple[str, bytes, str]:
+    """``(status, content, problem)`` of a regular file, as :func:`read_object` names them."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as error:
         if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
-            return "absent", None, ""
+            return "absent", b"", ""
         status = "stranger" if error.errno == errno.ELOOP else "unreadable"
-        return status, None, f"it cannot be opened ({error.strerror})"
+        return status, b"", f"it cannot be opened ({error.strerror})"
     try:
         info = os.fstat(fd)
-    except OSError:
-        info = None
-    if info is None or not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        return "stranger", None, "it is not a regular file"
-    try:
-        return "ok", json.loads(_read_to_end(fd, info.st_size).decode("utf-8")), ""
-    except (ValueError, OSError) as error:
-        return "unreadable", None, f"it is not valid JSON ({error})"
+        if not stat.S_ISREG(info.st_mode):
+            return "stranger", b"", "it is not a regular file"
+        return "ok", _read_to_end(fd, info.st_size), ""
+    except OSError as error:
+        return "unreadable", b"", f"it cannot be read ({error.strerror})"
     finally:
         os.close(fd)
 

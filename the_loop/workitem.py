@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from the_loop.fsio import DirectorySyncs, read_object, remove_file, write_json
+from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_json, write_text
+from the_loop.jsonrows import rows_document
 from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
 from the_loop.sessions.ref import WorkItemRef
 from the_loop.state import LegacyLayout
@@ -329,16 +330,20 @@ class WorkItemStore:
                 self._end_batch()
 
     def rebuild_index(self, *, syncs: DirectorySyncs | None = None) -> None:
-        """Rewrite ``index.json`` from the directory (removed when no record is left)."""
+        """Rewrite ``index.json`` from the directory (removed when no record is left).
+
+        One entry per line, so a ``git diff`` of the index shows one line per changed
+        item; the file is left alone when its bytes would not change.
+        """
         with self._directory.lock_named("index"):
-            entries = [summary.to_dict() for summary, _path in self._scan(warn=False)]
-            if not entries:
+            summaries = self._scan(warn=False)
+            if not summaries:
                 remove_file(self.index_path, syncs=syncs)
                 return
-            data = {"workItems": entries}
-            status, existing, _ = read_object(self.index_path)
-            if status != "ok" or existing != data:
-                write_json(self.index_path, data, syncs=syncs)
+            text = rows_document("workItems", (summary.to_dict() for summary, _ in summaries))
+            existing = read_bytes(self.index_path)
+            if existing is None or existing != text.encode("utf-8"):
+                write_text(self.index_path, text, syncs=syncs)
 
     # -- internals -----------------------------------------------------------
 
