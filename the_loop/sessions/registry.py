@@ -9,26 +9,23 @@ whose stored ref is another ref is never read, changed or removed.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from the_loop.errors import EXIT_USAGE, TheLoopError
 from the_loop.eventlog import EventLog, utc_timestamp
-from the_loop.fsio import DirectorySyncs, read_object, remove_file, write_json
+from the_loop.fsio import DirectorySyncs, remove_file, write_json
 from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
+from the_loop.sessions import changes
+from the_loop.sessions.record_file import RecordRead, read_record_file
 from the_loop.sessions.ref import WorkItemRef, ref_order
 from the_loop.sessions.session import (
     ACTIVE,
-    CLOSED,
     PAUSED,
     Session,
     as_work_item_ref,
-    record_from_json,
     record_to_json,
-    stored_ref,
 )
 
 __all__ = ["RecordStatus", "RegistryError", "Session", "SessionRegistry"]
@@ -36,7 +33,6 @@ __all__ = ["RecordStatus", "RegistryError", "Session", "SessionRegistry"]
 DEFAULT_MAX_RECENT_DELIVERIES = 20
 
 RecordStatus = Literal["absent", "ok", "unreadable"]
-_Change = Callable[[Session], "Session | None"]
 
 
 class RegistryError(TheLoopError):
@@ -46,39 +42,11 @@ class RegistryError(TheLoopError):
         super().__init__(message, exit_code=EXIT_USAGE)
 
 
-@dataclass(frozen=True)
-class _Read:
-    """One record file as read: ``foreign`` when it stores another ref."""
-
-    status: Literal["absent", "ok", "unreadable", "foreign"]
-    record: Session | None = None
-    stored: str | None = None
-    problem: str = ""
-    #: A symlink, FIFO or directory: someone else's, read as absent and stepped around.
-    stranger: bool = False
-
-
 class _NoEvents:
     """Stands in for an absent event log: emits nothing."""
 
     def emit(self, event: str, level: str = "info", **fields: Any) -> bool:
         return False
-
-
-def _read(path: str) -> _Read:
-    """Read one record file; never raises. A symlink, FIFO or directory at the path is
-    someone else's: it reads as absent and is never followed, blocked on or removed."""
-    status, data, problem = read_object(path)
-    if status in ("absent", "stranger"):
-        return _Read("absent", stranger=status == "stranger")
-    if status != "ok":
-        return _Read("unreadable", problem=problem)
-    try:
-        record = record_from_json(data)
-    except (ValueError, RecursionError) as error:
-        return _Read("unreadable", stored=stored_ref(data), problem=str(error))
-    # A readable record stores the ref it was built from (what ``stored_ref`` would parse).
-    return _Read("ok", record, record.ref)
 
 
 class SessionRegistry:
@@ -163,7 +131,7 @@ class SessionRegistry:
         """Refs of records that cannot be read but store a ref their file name matches."""
         found: set[str] = set()
         for name in self._directory.record_names():
-            read = self._directory.load(name, _read)
+            read = self._directory.load(name, read_record_file)
             if read.status != "unreadable" or read.stored is None:
                 continue
             stored = WorkItemRef.parse(read.stored)
@@ -235,7 +203,7 @@ class SessionRegistry:
                 )
             if found.status == "unreadable":
                 self._warn(f"replacing unreadable session record {path}: {found.problem}")
-            record = _registered(session, existing, utc_timestamp())
+            record = changes.registered(session, existing, utc_timestamp())
             write_json(path, record_to_json(record))
         self._events.emit(
             "session.registered",
@@ -249,7 +217,7 @@ class SessionRegistry:
     def pause(self, ref: WorkItemRef | str) -> Session | None:
         """Pause an active session (and its active PR endpoints); None when nothing changed."""
         record = self._change(
-            as_work_item_ref(ref), lambda record: _switch(record, ACTIVE, PAUSED)
+            as_work_item_ref(ref), lambda record: changes.switched(record, ACTIVE, PAUSED)
         )[1]
         if record is not None:
             self._events.emit("session.paused", work_item=record.ref)
@@ -258,7 +226,7 @@ class SessionRegistry:
     def resume(self, ref: WorkItemRef | str) -> Session | None:
         """Resume a paused session (and its paused PR endpoints); None when nothing changed."""
         record = self._change(
-            as_work_item_ref(ref), lambda record: _switch(record, PAUSED, ACTIVE)
+            as_work_item_ref(ref), lambda record: changes.switched(record, PAUSED, ACTIVE)
         )[1]
         if record is not None:
             self._events.emit("session.resumed", work_item=record.ref)
@@ -266,7 +234,7 @@ class SessionRegistry:
 
     def close(self, ref: WorkItemRef | str, reason: str = "") -> bool:
         """Close the item's endpoint and every PR endpoint; True when something live closed."""
-        record = self._change(as_work_item_ref(ref), _close_all)[1]
+        record = self._change(as_work_item_ref(ref), changes.closed_all)[1]
         if record is None:
             return False
         self._events.emit("session.closed", work_item=record.ref, reason=reason)
@@ -304,7 +272,8 @@ class SessionRegistry:
         owner_ref, pr_ref = as_work_item_ref(owner), as_work_item_ref(pr)
         if owner_ref == pr_ref:
             raise ValueError(f"{pr_ref.ref} cannot be linked to itself")
-        before, after = self._change(owner_ref, lambda record: _linked(record, pr_ref))
+        now = utc_timestamp()
+        before, after = self._change(owner_ref, lambda record: changes.linked(record, pr_ref, now))
         if after is not None:
             self._events.emit("session.pr_linked", work_item=owner_ref.ref, pull_request=pr_ref.ref)
         return after or before
@@ -319,10 +288,10 @@ class SessionRegistry:
     def close_endpoint(self, owner: WorkItemRef | str, pr: WorkItemRef | str) -> bool:
         """Close one live endpoint of ``owner``'s record; True when it was live."""
         pr_ref = as_work_item_ref(pr)
-        return (
-            self._change(as_work_item_ref(owner), lambda record: _close_one(record, pr_ref))[1]
-            is not None
-        )
+        after = self._change(
+            as_work_item_ref(owner), lambda record: changes.closed_one(record, pr_ref)
+        )[1]
+        return after is not None
 
     def touch(
         self,
@@ -336,19 +305,7 @@ class SessionRegistry:
         record or the endpoint does not exist.
         """
         target = as_work_item_ref(endpoint_ref if endpoint_ref is not None else ref)
-        now, bound = utc_timestamp(), self._max_recent
-
-        def touched(record: Session) -> Session | None:
-            endpoint = record.endpoint_for(target)
-            if endpoint is None:
-                return None
-            recent = endpoint.recent_deliveries
-            if delivery_id is not None and delivery_id not in recent:
-                recent = (*recent, delivery_id)[-bound:] if bound > 0 else ()
-            return record.with_endpoint(
-                replace(endpoint, last_event_at=now, recent_deliveries=recent)
-            )
-
+        touched = changes.touched(target, delivery_id, utc_timestamp(), self._max_recent)
         before, after = self._change(as_work_item_ref(ref), touched)
         return after or (before if before is not None and before.owns(target) else None)
 
@@ -356,8 +313,7 @@ class SessionRegistry:
         self, ref: WorkItemRef | str, channel: str, thread: str, cursor: str
     ) -> bool:
         """Set ``thread``'s ``cursor`` of ``channel`` in ``ref``'s record; False without one."""
-
-        moved = _cursor_change(channel, thread, cursor, accept=None)
+        moved = changes.cursor_moved(channel, thread, cursor, accept=None)
         return self._change(as_work_item_ref(ref), moved)[0] is not None
 
     def advance_channel_cursor(
@@ -373,30 +329,32 @@ class SessionRegistry:
 
         ``current`` is the stored cursor (``""`` when none). True when it was written.
         """
-        moved = _cursor_change(channel, thread, cursor, accept=accept)
+        moved = changes.cursor_moved(channel, thread, cursor, accept=accept)
         return self._change(as_work_item_ref(ref), moved)[1] is not None
 
     # -- internals -----------------------------------------------------------
 
-    def _locate(self, ref: WorkItemRef) -> tuple[str, _Read]:
+    def _locate(self, ref: WorkItemRef) -> tuple[str, RecordRead]:
         """The name of the file for ``ref`` and what it holds (reading each candidate once)."""
-        reads: dict[str, _Read] = {}
+        reads: dict[str, RecordRead] = {}
 
         def stored(name: str) -> str | None:
-            reads[name] = self._directory.load(name, _read)
+            reads[name] = self._directory.load(name, read_record_file)
             return reads[name].stored
 
         name = self._directory.resolve(ref, stored)
-        found = reads.get(name) or self._directory.load(name, _read)
+        found = reads.get(name) or self._directory.load(name, read_record_file)
         if found.stranger and name == plain_name(ref):
             # A symlink or directory named like the record is a stranger's: step aside.
             name = disambiguated_name(ref)
-            found = self._directory.load(name, _read)
+            found = self._directory.load(name, read_record_file)
         if found.stored is not None and found.stored != ref.ref:
-            return name, _Read("foreign", stored=found.stored)
+            return name, RecordRead("foreign", stored=found.stored)
         return name, found
 
-    def _change(self, ref: WorkItemRef, change: _Change) -> tuple[Session | None, Session | None]:
+    def _change(
+        self, ref: WorkItemRef, change: changes.Change
+    ) -> tuple[Session | None, Session | None]:
         """Locked read -> ``change`` -> write. Returns (record before, record written or None)."""
         with self._directory.lock(ref):
             name, found = self._locate(ref)
@@ -414,7 +372,7 @@ class SessionRegistry:
         ref; one read each."""
         seen: set[str] = set()
         for name in self._directory.record_names():
-            found = self._directory.load(name, _read)
+            found = self._directory.load(name, read_record_file)
             record = found.record
             if record is None:
                 if warn and found.status == "unreadable":
@@ -433,69 +391,3 @@ class SessionRegistry:
     def _warn(self, message: str) -> None:
         if self._on_warning is not None:
             self._on_warning(message)
-
-
-def _registered(session: Session, existing: Session | None, now: str) -> Session:
-    """``session`` as a whole record, keeping ``existing``'s PR endpoints and cursors."""
-    record = replace(
-        session,
-        created_at=session.created_at or now,
-        last_event_at=session.last_event_at or now,
-        pull_requests=(),
-        channels={**(existing.channels if existing else {}), **session.channels},
-    )
-    for endpoint in (*(existing.pull_requests if existing else ()), *session.pull_requests):
-        if endpoint.work_item != record.work_item:
-            record = record.with_endpoint(endpoint)
-    return record
-
-
-def _switch(record: Session, old: str, new: str) -> Session | None:
-    """Every endpoint in status ``old`` moved to ``new``, when the item's own one is ``old``."""
-    if record.status != old:
-        return None
-    moved = [replace(item, status=new) for item in record.endpoints() if item.status == old]
-    for endpoint in moved:
-        record = record.with_endpoint(endpoint)
-    return record
-
-
-def _close_all(record: Session) -> Session | None:
-    closed = [replace(item, status=CLOSED) for item in record.endpoints() if item.is_live]
-    for endpoint in closed:
-        record = record.with_endpoint(endpoint)
-    return record if closed else None
-
-
-def _close_one(record: Session, ref: WorkItemRef) -> Session | None:
-    endpoint = record.endpoint_for(ref)
-    if endpoint is None or not endpoint.is_live:
-        return None
-    return record.with_endpoint(replace(endpoint, status=CLOSED))
-
-
-def _linked(record: Session, pr: WorkItemRef) -> Session | None:
-    if record.owns(pr):
-        return None
-    endpoint = Session(pr, "", "", cwd=record.cwd, status=ACTIVE, created_at=utc_timestamp())
-    return record.with_endpoint(endpoint)
-
-
-def _cursor_change(
-    channel: str, thread: str, cursor: str, *, accept: Callable[[str], bool] | None
-) -> Callable[[Session], Session | None]:
-    """The record change that sets one channel cursor (None: leave the record as it is)."""
-
-    def moved(record: Session) -> Session | None:
-        channels = copy.deepcopy(dict(record.channels))
-        entry = channels.get(channel)
-        entry = cast(dict[str, Any], entry) if isinstance(entry, dict) else {}
-        cursors = entry.get("cursors")
-        cursors = cast(dict[str, Any], cursors) if isinstance(cursors, dict) else {}
-        current = cursors.get(thread)
-        if accept is not None and not accept(current if isinstance(current, str) else ""):
-            return None
-        channels[channel] = {**entry, "cursors": {**cursors, thread: cursor}}
-        return replace(record, channels=channels)
-
-    return moved
