@@ -74,6 +74,36 @@ class RecordDirectory:
             return plain
         return other
 
+    def locate(
+        self,
+        ref: WorkItemRef,
+        loader: Callable[[str], Loaded],
+        stored_ref: Callable[[Loaded], str | None],
+        stranger: Callable[[Loaded], bool],
+    ) -> tuple[str, Loaded]:
+        """The name of ``ref``'s file (as :meth:`resolve` picks it) and what ``loader`` made
+        of it, reading each candidate once.
+
+        A stranger's file (a symlink or directory) at the plain name is stepped around to
+        the disambiguated one. The caller checks whether the file stores another ref.
+        """
+        seen: dict[str, Loaded] = {}
+
+        def read(name: str) -> Loaded:
+            if name not in seen:
+                seen[name] = self.load(name, loader)
+            return seen[name]
+
+        plain = plain_name(ref)
+        if self.exists(plain) and stored_ref(read(plain)) == ref.ref:
+            return plain, seen[plain]  # what ``resolve`` picks, without asking again
+        name = self.resolve(ref, lambda candidate: stored_ref(read(candidate)))
+        loaded = read(name)
+        if name == plain and stranger(loaded):
+            name = disambiguated_name(ref)
+            loaded = read(name)
+        return name, loaded
+
     def exists(self, name: str) -> bool:
         """``os.path.lexists`` of the file ``name`` (from the snapshot, inside one)."""
         snapshot = self._snapshot

@@ -11,13 +11,10 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Callable, Collection, Generator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
 
-from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_json, write_text
-from the_loop.jsonrows import rows_document
-from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
+from the_loop.fsio import DirectorySyncs, remove_file, write_json
+from the_loop.records import RecordDirectory
 from the_loop.sessions.ref import WorkItemRef
 from the_loop.state import LegacyLayout
 from the_loop.workitem_files import (
@@ -32,18 +29,22 @@ from the_loop.workitem_files import (
     READABLE_SECTIONS,
     SEALED,
     SECTIONS,
+    ForeignRecordError,
     LegacyTree,
     LoadedRecord,
     RecordSummary,
     RefLike,
     Section,
+    WriteAction,
+    WriteResult,
     as_ref,
     check_writable,
+    effective_section,
     holds,
     ledger_key,
     load_record,
-    summarize,
 )
+from the_loop.workitem_listing import RecordListing
 
 __all__ = [
     "CHANNELS",
@@ -64,37 +65,9 @@ __all__ = [
     "as_ref",
 ]
 
-WriteAction = Literal["written", "deleted", "sealed", "unchanged"]
 
-
-class ForeignRecordError(OSError):
-    """The file a ref resolves to belongs to someone else; it is never changed."""
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What one write did: ``action``, and which requested sections held an object before."""
-
-    ref: str
-    action: WriteAction
-    file: str
-    held_before: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    replaced_unreadable: bool = False
-
-    @property
-    def changed(self) -> bool:
-        return self.action != "unchanged"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "action": self.action,
-            "file": self.file,
-            "heldBefore": list(self.held_before),
-            "removed": list(self.removed),
-            "replacedUnreadable": self.replaced_unreadable,
-        }
+def _stored_ref(loaded: LoadedRecord) -> str | None:
+    return loaded.item.ref if loaded.item is not None else None
 
 
 class WorkItemStore:
@@ -121,6 +94,7 @@ class WorkItemStore:
         self._directory = RecordDirectory(self.root, self.locks_dir)
         self._legacy = LegacyTree(legacy)
         self._on_warning = on_warning
+        self._listing = RecordListing(self._directory, self._warn)
         self._batch_depth = 0
         self._batch_syncs: DirectorySyncs | None = None
         self._index_stale = False
@@ -152,7 +126,7 @@ class WorkItemStore:
         loaded = self._read_loaded(item)
         if loaded.status not in ("ok", "absent"):
             return None
-        return self._effective(loaded.record, name, self._legacy_for(loaded.record, item, name))
+        return effective_section(loaded.record, name, self._legacy_for(loaded.record, item, name))
 
     def load(self, ref: RefLike) -> tuple[str, dict[str, Section | None]]:
         """``(record_status(ref), name -> section(ref, name))`` from one read; never warns.
@@ -167,7 +141,7 @@ class WorkItemStore:
         legacy: dict[str, Section] = {}
         if record.get(SEALED) is not True and any(n not in record for n in FALLBACK_SECTIONS):
             legacy = self._legacy.sections_for(item)
-        return loaded.status, {n: self._effective(record, n, legacy) for n in READABLE_SECTIONS}
+        return loaded.status, {n: effective_section(record, n, legacy) for n in READABLE_SECTIONS}
 
     def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
         """A store-wide lock named ``name``, for an invariant that spans records.
@@ -192,13 +166,7 @@ class WorkItemStore:
     def unreadable_refs(self) -> set[str]:
         """Refs of records that cannot be read but still name, in their file name, the ref
         they store (a reset of that ref counts them as found and removes them)."""
-        found: set[str] = set()
-        for name in self._directory.record_names():
-            loaded = self._load(name)
-            item = loaded.item
-            if loaded.status == "unreadable" and item is not None and is_named_for(name, item):
-                found.add(item.ref)
-        return found
+        return self._listing.unreadable_refs()
 
     def legacy_refs(self) -> set[str]:
         """Refs the read-only legacy tree still holds something for (sealed or not)."""
@@ -210,11 +178,11 @@ class WorkItemStore:
         Never the index, temp files, strangers' files or unreadable records (warned about).
         """
         path = self._directory.path
-        return {summary.ref: path(name) for summary, name in self._scan(warn=True)}
+        return {summary.ref: path(name) for summary, name in self._listing.summaries(warn=True)}
 
     def summaries(self) -> list[RecordSummary]:
         """Every readable record as the index lists it, sorted by ref (no warnings)."""
-        return [summary for summary, _path in self._scan(warn=False)]
+        return [summary for summary, _name in self._listing.summaries(warn=False)]
 
     def refs_holding(self, names: Collection[str]) -> set[str]:
         """Refs of the readable records in which any section of ``names`` holds an object.
@@ -223,14 +191,14 @@ class WorkItemStore:
         """
         return {
             item.ref
-            for item, _name, record in self._listable(warn=False)
+            for item, _name, record in self._listing.listable(warn=False)
             if any(holds(name, record.get(name)) for name in names)
         }
 
     def owner_of(self, ref: RefLike) -> str | None:
         """The work item whose ``pullRequests`` map holds ``ref``, or None (scans the records)."""
         pr = as_ref(ref).ref
-        for summary, _path in self._scan(warn=False):
+        for summary, _name in self._listing.summaries(warn=False):
             if pr in summary.pull_requests and summary.ref != pr:
                 return summary.ref
         return None
@@ -335,15 +303,7 @@ class WorkItemStore:
         One entry per line, so a ``git diff`` of the index shows one line per changed
         item; the file is left alone when its bytes would not change.
         """
-        with self._directory.lock_named("index"):
-            summaries = self._scan(warn=False)
-            if not summaries:
-                remove_file(self.index_path, syncs=syncs)
-                return
-            text = rows_document("workItems", (summary.to_dict() for summary, _ in summaries))
-            existing = read_bytes(self.index_path)
-            if existing is None or existing != text.encode("utf-8"):
-                write_text(self.index_path, text, syncs=syncs)
+        self._listing.rebuild_index(self.index_path, syncs=syncs)
 
     # -- internals -----------------------------------------------------------
 
@@ -353,33 +313,13 @@ class WorkItemStore:
 
     def _locate(self, item: WorkItemRef) -> tuple[str, LoadedRecord]:
         """The name of the file for ``item`` and what it holds (reading each candidate once)."""
-        seen: dict[str, LoadedRecord] = {}
-        plain = plain_name(item)
-        if self._directory.exists(plain):
-            loaded = seen[plain] = self._load(plain)
-            if loaded.item is item or loaded.item == item:
-                # What ``resolve`` picks when the plain file stores this very ref.
-                return plain, loaded
-
-        def stored_ref(name: str) -> str | None:
-            if name not in seen:
-                seen[name] = self._load(name)
-            stored = seen[name].item
-            return stored.ref if stored is not None else None
-
-        name = self._directory.resolve(item, stored_ref)
-        loaded = seen[name] if name in seen else self._load(name)
-        if loaded.status == "stranger" and name == plain:
-            # A directory or symlink named like the record is a stranger's: step aside.
-            name = disambiguated_name(item)
-            loaded = self._load(name)
+        name, loaded = self._directory.locate(
+            item, load_record, _stored_ref, lambda loaded: loaded.status == "stranger"
+        )
         if loaded.item is not None and loaded.item is not item and loaded.item != item:
             problem = f"it holds the record of {loaded.item.ref}"
             loaded = LoadedRecord("foreign", {}, loaded.item, problem)
         return name, loaded
-
-    def _load(self, name: str) -> LoadedRecord:
-        return self._directory.load(name, load_record)
 
     def _read_loaded(self, item: WorkItemRef) -> LoadedRecord:
         name, loaded = self._locate(item)
@@ -392,14 +332,6 @@ class WorkItemStore:
         if name not in FALLBACK_SECTIONS or name in record or record.get(SEALED) is True:
             return {}
         return self._legacy.sections_for(item)
-
-    @staticmethod
-    def _effective(record: Section, name: str, legacy: Mapping[str, Section]) -> Section | None:
-        if name in record:
-            return cast("Section | None", record[name])
-        if record.get(SEALED) is True or name not in FALLBACK_SECTIONS:
-            return None
-        return legacy.get(name)
 
     def _modify(
         self,
@@ -415,7 +347,7 @@ class WorkItemStore:
             path = self._directory.path(name)
             record = self._writable_record(item, path, loaded)
             legacy = self._legacy.sections_for(item)
-            current = {name: self._effective(record, name, legacy) for name in names}
+            current = {name: effective_section(record, name, legacy) for name in names}
             held = tuple(name for name in READABLE_SECTIONS if holds(name, current.get(name)))
             changes = dict(compute(copy.deepcopy(current)))
             for name, value in changes.items():
@@ -493,28 +425,3 @@ class WorkItemStore:
         finally:
             if syncs is not None:
                 syncs.flush()
-
-    def _scan(self, *, warn: bool) -> list[tuple[RecordSummary, str]]:
-        """Every listable record as the index lists it, with its file name, sorted by ref."""
-        return [
-            (summarize(item, name, record), name)
-            for item, name, record in self._listable(warn=warn)
-        ]
-
-    def _listable(self, *, warn: bool) -> list[tuple[WorkItemRef, str, Section]]:
-        """(ref, file name, record) of every readable record named for the ref it stores,
-        sorted by ref; one read per file."""
-        found: dict[str, tuple[WorkItemRef, str, Section]] = {}
-        for name in self._directory.record_names():
-            loaded = self._load(name)
-            item = loaded.item
-            if loaded.status == "ok" and item is not None:
-                if is_named_for(name, item):
-                    found.setdefault(item.ref, (item, name, loaded.record))
-                    continue
-                loaded = LoadedRecord(
-                    "foreign", {}, item, f"it names {item.ref}, not its file name"
-                )
-            if warn and loaded.status != "absent":
-                self._warn(f"skipping {self._directory.path(name)}: {loaded.problem}")
-        return [found[ref] for ref in sorted(found)]

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from the_loop.fsio import read_object
 from the_loop.sessions.ref import WorkItemRef
@@ -83,6 +83,39 @@ class RecordSummary:
         return entry
 
 
+WriteAction = Literal["written", "deleted", "sealed", "unchanged"]
+
+
+class ForeignRecordError(OSError):
+    """The file a ref resolves to belongs to someone else; it is never changed."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did: ``action``, and which requested sections held an object before."""
+
+    ref: str
+    action: WriteAction
+    file: str
+    held_before: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    replaced_unreadable: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.action != "unchanged"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "action": self.action,
+            "file": self.file,
+            "heldBefore": list(self.held_before),
+            "removed": list(self.removed),
+            "replacedUnreadable": self.replaced_unreadable,
+        }
+
+
 def as_ref(ref: RefLike) -> WorkItemRef:
     """``ref`` itself, or parsed (``ValueError`` for a bad ref)."""
     return ref if isinstance(ref, WorkItemRef) else WorkItemRef.parse(ref)
@@ -145,6 +178,16 @@ def load_record(path: str | Path) -> LoadedRecord:
     if not problem and not isinstance(record.get(SEALED, False), bool):
         problem = "its 'sealed' flag is not a boolean"
     return LoadedRecord("unreadable" if problem else "ok", {} if problem else record, item, problem)
+
+
+def effective_section(record: Section, name: str, legacy: Mapping[str, Section]) -> Section | None:
+    """Section ``name`` as a read returns it: the record's own (``None`` for a tombstone);
+    while absent from an unsealed record, the ``legacy`` tree's for a fallback section."""
+    if name in record:
+        return cast("Section | None", record[name])
+    if record.get(SEALED) is True or name not in FALLBACK_SECTIONS:
+        return None
+    return legacy.get(name)
 
 
 def check_writable(name: str, value: object) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 from the_loop.errors import EXIT_USAGE, TheLoopError
 from the_loop.eventlog import EventLog, utc_timestamp
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
-from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
+from the_loop.records import RecordDirectory, is_named_for
 from the_loop.sessions import changes
 from the_loop.sessions.record_file import RecordRead, read_record_file
 from the_loop.sessions.ref import WorkItemRef, ref_order
@@ -47,6 +47,10 @@ class _NoEvents:
 
     def emit(self, event: str, level: str = "info", **fields: Any) -> bool:
         return False
+
+
+def _stored_ref(read: RecordRead) -> str | None:
+    return read.stored
 
 
 class SessionRegistry:
@@ -336,18 +340,9 @@ class SessionRegistry:
 
     def _locate(self, ref: WorkItemRef) -> tuple[str, RecordRead]:
         """The name of the file for ``ref`` and what it holds (reading each candidate once)."""
-        reads: dict[str, RecordRead] = {}
-
-        def stored(name: str) -> str | None:
-            reads[name] = self._directory.load(name, read_record_file)
-            return reads[name].stored
-
-        name = self._directory.resolve(ref, stored)
-        found = reads.get(name) or self._directory.load(name, read_record_file)
-        if found.stranger and name == plain_name(ref):
-            # A symlink or directory named like the record is a stranger's: step aside.
-            name = disambiguated_name(ref)
-            found = self._directory.load(name, read_record_file)
+        name, found = self._directory.locate(
+            ref, read_record_file, _stored_ref, lambda read: read.stranger
+        )
         if found.stored is not None and found.stored != ref.ref:
             return name, RecordRead("foreign", stored=found.stored)
         return name, found

@@ -1,0 +1,79 @@
+"""Every portable record at once: the listable ones, and ``index.json`` derived from them.
+
+Reads go through the store's :class:`~the_loop.records.RecordDirectory`, so a
+snapshot serves them; :class:`~the_loop.workitem.WorkItemStore` decides when the
+index is rebuilt (after each write, or once per batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_text
+from the_loop.jsonrows import rows_document
+from the_loop.records import RecordDirectory, is_named_for
+from the_loop.sessions.ref import WorkItemRef
+from the_loop.workitem_files import LoadedRecord, RecordSummary, Section, load_record, summarize
+
+#: (ref, file name, record) of one listable record.
+Listed = tuple[WorkItemRef, str, Section]
+
+
+class RecordListing:
+    """The records of ``directory`` taken together; problems go to ``warn`` when asked."""
+
+    def __init__(self, directory: RecordDirectory, warn: Callable[[str], None]) -> None:
+        self._directory = directory
+        self._warn = warn
+
+    def listable(self, *, warn: bool) -> list[Listed]:
+        """Every readable record named for the ref it stores, sorted by ref; one read
+        per file. The index, temp files and strangers' files are never listed."""
+        found: dict[str, Listed] = {}
+        for name in self._directory.record_names():
+            loaded = self._load(name)
+            item = loaded.item
+            if loaded.status == "ok" and item is not None:
+                if is_named_for(name, item):
+                    found.setdefault(item.ref, (item, name, loaded.record))
+                    continue
+                loaded = LoadedRecord(
+                    "foreign", {}, item, f"it names {item.ref}, not its file name"
+                )
+            if warn and loaded.status != "absent":
+                self._warn(f"skipping {self._directory.path(name)}: {loaded.problem}")
+        return [found[ref] for ref in sorted(found)]
+
+    def summaries(self, *, warn: bool) -> list[tuple[RecordSummary, str]]:
+        """Every listable record as the index lists it, with its file name, sorted by ref."""
+        return [
+            (summarize(item, name, record), name) for item, name, record in self.listable(warn=warn)
+        ]
+
+    def unreadable_refs(self) -> set[str]:
+        """Refs of records that cannot be read but still name, in their file name, the ref
+        they store."""
+        found: set[str] = set()
+        for name in self._directory.record_names():
+            loaded = self._load(name)
+            item = loaded.item
+            if loaded.status == "unreadable" and item is not None and is_named_for(name, item):
+                found.add(item.ref)
+        return found
+
+    def rebuild_index(self, index_path: Path, *, syncs: DirectorySyncs | None = None) -> None:
+        """Rewrite ``index_path`` from the records (removed when none is left), under the
+        index lock; one entry per line, and left alone when its bytes would not change."""
+        with self._directory.lock_named("index"):
+            summaries = self.summaries(warn=False)
+            if not summaries:
+                remove_file(index_path, syncs=syncs)
+                return
+            text = rows_document("workItems", (summary.to_dict() for summary, _ in summaries))
+            existing = read_bytes(index_path)
+            if existing is None or existing != text.encode("utf-8"):
+                write_text(index_path, text, syncs=syncs)
+
+    def _load(self, name: str) -> LoadedRecord:
+        return self._directory.load(name, load_record)
