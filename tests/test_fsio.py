@@ -13,7 +13,9 @@ from the_loop.fsio import (
     DirectorySyncs,
     is_temp_name,
     locked,
+    read_bytes,
     read_json,
+    read_object,
     remove_file,
     write_json,
 )
@@ -95,3 +97,30 @@ def test_the_lock_file_is_created_and_kept(tmp_path: Path) -> None:
         assert lock.exists()
     assert lock.exists()
     assert os.stat(lock).st_size == 0
+
+
+def test_read_bytes_reads_a_regular_file_and_nothing_else(tmp_path: Path) -> None:
+    regular = tmp_path / "regular.json"
+    regular.write_bytes(b"{}\n")
+    (tmp_path / "link.json").symlink_to(regular)
+    (tmp_path / "directory.json").mkdir()
+    os.mkfifo(tmp_path / "fifo.json")
+    assert read_bytes(regular) == b"{}\n"
+    for name in ("absent.json", "link.json", "directory.json", "fifo.json"):
+        assert read_bytes(tmp_path / name) is None, name
+
+
+def test_read_object_names_what_it_found(tmp_path: Path) -> None:
+    (tmp_path / "ok.json").write_text('{"a": 1}')
+    (tmp_path / "bad.json").write_text("{nope")
+    (tmp_path / "deep.json").write_text("[" * 200_000)
+    (tmp_path / "link.json").symlink_to(tmp_path / "ok.json")
+    assert read_object(tmp_path / "ok.json") == ("ok", {"a": 1}, "")
+    assert read_object(tmp_path / "absent.json") == ("absent", None, "")
+    assert read_object(tmp_path / "link.json")[0] == "stranger"
+    assert read_object(tmp_path / "bad.json")[0] == "unreadable"
+    assert read_object(tmp_path / "deep.json") == (
+        "unreadable",
+        None,
+        "it is not valid JSON (nested too deeply to read)",
+    )

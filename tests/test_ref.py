@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from the_loop.records import RecordDirectory
+from the_loop.records import RecordDirectory, disambiguated_name, plain_name
 from the_loop.sessions.ref import WorkItemRef, is_record_file_name, tmux_session_name
 
 
@@ -125,7 +125,7 @@ def test_no_store_path_built_from_a_ref_escapes_its_root(
     except ValueError:
         return
     directory = RecordDirectory(root / "local", root / "locks")
-    for path in (directory.plain_path(ref), directory.disambiguated_path(ref)):
+    for path in (directory.path(plain_name(ref)), directory.path(disambiguated_name(ref))):
         assert Path(path).resolve().parent == (root / "local").resolve()
         assert is_record_file_name(path.name)
 
@@ -140,3 +140,12 @@ def test_the_longest_accepted_ref_still_fits_every_file_name_we_write(tmp_path: 
     write_json(tmp_path / f"{ref.disambiguated_slug}.json", {"ok": True})
     with pytest.raises(ValueError, match="too long"):
         WorkItemRef.parse(f"github:octo/{repo}r#1")
+
+
+def test_derived_strings_are_computed_once_and_kept_on_the_ref() -> None:
+    ref = WorkItemRef("github", "octo", "app", 15)
+    assert "slug" not in vars(ref)
+    assert ref.slug == "github-octo-app-15" and vars(ref)["slug"] == "github-octo-app-15"
+    assert ref.slug is vars(ref)["slug"]
+    assert WorkItemRef.slug.__doc__ and "File-name form" in WorkItemRef.slug.__doc__
+    assert ref == WorkItemRef("github", "octo", "app", 15)  # kept values take no part

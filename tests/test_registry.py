@@ -767,3 +767,27 @@ def test_a_symlink_named_like_the_record_is_stepped_around_never_replaced(
     assert registry.find_by_work_item(ITEM) is not None
     assert registry.forget(ITEM)
     assert link.is_symlink() and registry.find_by_work_item(ITEM, include_closed=True) is None
+
+
+def test_a_stranger_s_file_at_both_names_is_never_replaced_by_a_registration(
+    registry: SessionRegistry, root: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "someone-elses.json"
+    target.write_text('{"mine": true}')
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"{ITEM.slug}.json").symlink_to(target)
+    other = root / f"{ITEM.disambiguated_slug}.json"
+    other.symlink_to(target)
+    with pytest.raises(TheLoopError, match="not a regular file"):
+        registry.register(a_session())
+    assert other.is_symlink() and target.read_text() == '{"mine": true}'
+
+
+def test_a_record_nested_too_deeply_to_parse_is_skipped_as_unreadable(
+    registry: SessionRegistry, root: Path, warnings: list[str]
+) -> None:
+    registry.register(a_session(OTHER))
+    (root / f"{ITEM.slug}.json").write_text("[" * 200_000)
+    assert [session.ref for session in registry.list_sessions()] == [OTHER.ref]
+    assert registry.record_status(ITEM) == "unreadable"
+    assert any("nested too deeply" in warning for warning in warnings)

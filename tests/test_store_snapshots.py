@@ -8,13 +8,14 @@ disk and what it wrote is seen afterwards.
 from __future__ import annotations
 
 import json
+import os
 import string
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from the_loop.records import RecordDirectory
+from the_loop.records import RecordDirectory, disambiguated_name, plain_name
 from the_loop.sessions.ref import WorkItemRef, _parse_strict  # pyright: ignore[reportPrivateUsage]
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
@@ -41,7 +42,7 @@ def _session(ref: WorkItemRef) -> Session:
 def test_inside_a_snapshot_each_record_file_is_loaded_once(tmp_path: Path):
     directory = RecordDirectory(tmp_path / "records", tmp_path / "locks")
     directory.directory.mkdir()
-    path = directory.plain_path(ITEM)
+    path = directory.path(plain_name(ITEM))
     path.write_text("{}", encoding="utf-8")
     loads: list[str] = []
 
@@ -51,12 +52,91 @@ def test_inside_a_snapshot_each_record_file_is_loaded_once(tmp_path: Path):
 
     with directory.snapshot():
         assert [directory.load(path.name, loader) for _ in range(3)] == ["{}"] * 3
-        assert directory.record_files() == directory.record_files() == [path]
-        assert directory.record_names() == [path.name]
+        assert directory.record_names() == directory.record_names() == [path.name]
     assert loads == [str(path)]
     directory.load(path.name, loader)
     directory.load(path.name, loader)
     assert loads == [str(path)] * 3
+
+
+STRANGER = "<stranger>"
+
+
+class Loads:
+    """A loader for :meth:`RecordDirectory.locate` that notes every file it reads: a
+    file's content is the ref it stores ("" for an unreadable one), None when absent."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def __call__(self, path: str) -> str | None:
+        self.names.append(Path(path).name)
+        if not os.path.lexists(path):
+            return None
+        return Path(path).read_text(encoding="utf-8") if os.path.isfile(path) else STRANGER
+
+
+def _stored(text: str | None) -> str | None:
+    return text if text and text != STRANGER else None
+
+
+def _is_stranger(text: str | None) -> bool:
+    return text == STRANGER
+
+
+def _directory_with(tmp_path: Path, plain: str | None, other: str | None) -> RecordDirectory:
+    """A record directory whose plain and disambiguated files for ITEM hold the given
+    text ("<dir>" makes a directory)."""
+    directory = RecordDirectory(tmp_path / "records", tmp_path / "locks")
+    directory.directory.mkdir(parents=True)
+    for name, text in ((plain_name(ITEM), plain), (disambiguated_name(ITEM), other)):
+        if text == "<dir>":
+            directory.path(name).mkdir()
+        elif text is not None:
+            directory.path(name).write_text(text, encoding="utf-8")
+    return directory
+
+
+def _locate(directory: RecordDirectory, loads: Loads | None = None) -> tuple[str, str | None]:
+    return directory.locate(ITEM, loads or Loads(), _stored, _is_stranger)
+
+
+def test_locate_takes_the_plain_file_that_stores_the_ref_reading_it_once(tmp_path: Path):
+    loads = Loads()
+    assert _locate(_directory_with(tmp_path, ITEM.ref, None), loads) == (plain_name(ITEM), ITEM.ref)
+    assert loads.names == [plain_name(ITEM)]
+
+
+def test_locate_steps_past_another_ref_s_plain_file_reading_each_file_once(tmp_path: Path):
+    loads = Loads()
+    directory = _directory_with(tmp_path, OTHER.ref, ITEM.ref)
+    assert _locate(directory, loads) == (disambiguated_name(ITEM), ITEM.ref)
+    assert sorted(loads.names) == sorted([plain_name(ITEM), disambiguated_name(ITEM)])
+
+
+def test_locate_steps_around_a_stranger_s_directory_at_the_plain_name(tmp_path: Path):
+    assert _locate(_directory_with(tmp_path, "<dir>", None)) == (disambiguated_name(ITEM), None)
+
+
+def test_locate_keeps_an_unreadable_plain_file_unless_a_disambiguated_one_exists(
+    tmp_path: Path,
+):
+    assert _locate(_directory_with(tmp_path / "a", "", None)) == (plain_name(ITEM), "")
+    assert _locate(_directory_with(tmp_path / "b", "", ITEM.ref)) == (
+        disambiguated_name(ITEM),
+        ITEM.ref,
+    )
+
+
+def test_locate_names_the_plain_file_of_an_absent_record(tmp_path: Path):
+    assert _locate(_directory_with(tmp_path, None, None)) == (plain_name(ITEM), None)
+
+
+def test_locate_leaves_a_plain_file_of_another_ref_to_the_caller_when_no_other_exists(
+    tmp_path: Path,
+):
+    # The disambiguated name is where ITEM's record would go; the caller sees it absent.
+    assert _locate(_directory_with(tmp_path, OTHER.ref, None)) == (disambiguated_name(ITEM), None)
 
 
 def test_a_snapshot_sees_the_directory_as_first_read_in_it(tmp_path: Path):

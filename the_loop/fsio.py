@@ -143,6 +143,8 @@ def read_object(path: str | Path) -> tuple[str, object, str]:
         return "ok", json.loads(data.decode("utf-8")), ""
     except ValueError as error:
         return "unreadable", None, f"it is not valid JSON ({error})"
+    except RecursionError:
+        return "unreadable", None, "it is not valid JSON (nested too deeply to read)"
 
 
 def read_bytes(path: str | Path) -> bytes | None:
@@ -161,8 +163,11 @@ def _read_regular(path: str | Path) -> tuple[str, bytes, str]:
         status = "stranger" if error.errno == errno.ELOOP else "unreadable"
         return status, b"", f"it cannot be opened ({error.strerror})"
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            info = None  # what it is cannot be told: treat it as someone else's
+        if info is None or not stat.S_ISREG(info.st_mode):
             return "stranger", b"", "it is not a regular file"
         return "ok", _read_to_end(fd, info.st_size), ""
     except OSError as error:

@@ -50,12 +50,6 @@ class RecordDirectory:
         """The path of the file ``name`` of this directory."""
         return self.directory / name
 
-    def plain_path(self, ref: WorkItemRef) -> Path:
-        return self.directory / plain_name(ref)
-
-    def disambiguated_path(self, ref: WorkItemRef) -> Path:
-        return self.directory / disambiguated_name(ref)
-
     def resolve(self, ref: WorkItemRef, stored_ref: StoredRef) -> str:
         """The name of the file that holds (or will hold) ``ref``'s record.
 
@@ -84,8 +78,8 @@ class RecordDirectory:
         """The name of ``ref``'s file (as :meth:`resolve` picks it) and what ``loader`` made
         of it, reading each candidate once.
 
-        A stranger's file (a symlink or directory) at the plain name is stepped around to
-        the disambiguated one. The caller checks whether the file stores another ref.
+        A stranger's file (a symlink, FIFO or directory) at the plain name is stepped
+        around to the disambiguated one. The caller checks whether the file stores another ref.
         """
         seen: dict[str, Loaded] = {}
 
@@ -183,10 +177,6 @@ class RecordDirectory:
             snapshot.names = {entry.name for entry in entries}
             return list(names)
         return names
-
-    def record_files(self) -> list[Path]:
-        """:meth:`record_names` as paths."""
-        return [self.directory / name for name in self.record_names()]
 
 
 def plain_name(ref: WorkItemRef) -> str:

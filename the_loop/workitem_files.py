@@ -1,8 +1,10 @@
 """The portable record format: section names, shape checks, reading record files.
 
-Also reads the legacy tree of older releases (``sessions/control/<slug>.json`` and
-``sessions/poll-state.json``), which is never written. :mod:`the_loop.workitem`
-builds the store on top; import the names from there.
+Also what a read makes of an absent section (:func:`effective_section`: the legacy
+fallback), what one write reports (:class:`WriteResult`), and the legacy tree of
+older releases (``sessions/control/<slug>.json`` and ``sessions/poll-state.json``),
+which is never written. :mod:`the_loop.workitem` builds the store on top; import the
+names from there.
 """
 
 from __future__ import annotations

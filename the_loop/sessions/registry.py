@@ -198,6 +198,10 @@ class SessionRegistry:
             path = self._directory.path(name)
             if found.status == "foreign":
                 raise TheLoopError(f"{path} holds the record of another work item")
+            if found.stranger:
+                raise TheLoopError(
+                    f"{path} is not a regular file: it is someone else's, left alone"
+                )
             existing = found.record
             if existing is not None and existing.is_live and not force:
                 raise RegistryError(
@@ -276,8 +280,9 @@ class SessionRegistry:
         owner_ref, pr_ref = as_work_item_ref(owner), as_work_item_ref(pr)
         if owner_ref == pr_ref:
             raise ValueError(f"{pr_ref.ref} cannot be linked to itself")
-        now = utc_timestamp()
-        before, after = self._change(owner_ref, lambda record: changes.linked(record, pr_ref, now))
+        before, after = self._change(
+            owner_ref, lambda record: changes.linked(record, pr_ref, utc_timestamp())
+        )
         if after is not None:
             self._events.emit("session.pr_linked", work_item=owner_ref.ref, pull_request=pr_ref.ref)
         return after or before

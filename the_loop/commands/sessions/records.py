@@ -219,7 +219,10 @@ def _link_in_state_file(record: Session, pr: WorkItemRef) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    """Print every session record (optionally of one status); empty prints nothing."""
+    """Print every session record (optionally of one status).
+
+    With none, the table prints nothing and JSON prints ``{"sessions": []}``.
+    """
     stores = open_stores(load_context(args))
     # Rendering keeps every row until it is printed: it runs inside the block too.
     with reading_every_record(stores):
