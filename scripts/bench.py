@@ -52,8 +52,8 @@ for directory in sys.argv[1:]:
 SINGLE_WRITE = """
 import sys, time
 from pathlib import Path
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import CONTROL, WorkItemStore
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.store import CONTROL, WorkItemStore
 layout = StateLayout(Path(sys.argv[1]))
 store = WorkItemStore(layout.portable_dir, legacy_layout(layout),
                       locks_dir=layout.portable_locks_dir)
@@ -177,8 +177,8 @@ def generate(path: Path, size: int) -> Root:
 
     Each record's lock file is there too, as the writes that made the record left it.
     """
-    from the_loop.sessions.ref import WorkItemRef
-    from the_loop.state import StateLayout
+    from the_loop.layout import StateLayout
+    from the_loop.ref import WorkItemRef
 
     root = Root(path=path, size=size, config=path / "cli-config.yaml")
     if path.exists():
@@ -207,7 +207,7 @@ def generate(path: Path, size: int) -> Root:
 
 def write_index(root: Root) -> None:
     """``index.json`` as state.md §5 defines it, sorted by ref."""
-    from the_loop.sessions.ref import WorkItemRef
+    from the_loop.ref import WorkItemRef
 
     entries: list[dict[str, Any]] = []
     for index in range(root.size):
@@ -224,9 +224,9 @@ def write_index(root: Root) -> None:
 
 def validate(root: Root) -> None:
     """The stores read every record as valid, and the index equals what they derive."""
+    from the_loop.layout import StateLayout, legacy_layout
+    from the_loop.portable.store import CONTROL, WorkItemStore
     from the_loop.sessions.registry import SessionRegistry
-    from the_loop.state import StateLayout, legacy_layout
-    from the_loop.workitem import CONTROL, WorkItemStore
 
     problems: list[str] = []
     layout = StateLayout(root.path)

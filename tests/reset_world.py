@@ -9,12 +9,12 @@ from typing import Any
 
 from tests.helpers.gitrepo import make_remote
 from the_loop.cli import main
-from the_loop.control import ControlStore
-from the_loop.dispatch.tmux import TmuxRunner
-from the_loop.sessions.ref import WorkItemRef, tmux_session_name
+from the_loop.dispatch.tmux import TmuxRunner, tmux_session_name
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.control import ControlStore
+from the_loop.portable.store import WorkItemStore
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import WorkItemStore
 
 AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{session_id}"]
 

@@ -13,14 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.channels import ChannelState
-from the_loop.control import ControlStore
-from the_loop.graph.state import STATE_FILE, STATE_KEYS, WorkItemState, WorkItemStateFile
-from the_loop.poller import PollState
-from the_loop.sessions.ref import WorkItemRef, is_record_file_name
-from the_loop.sessions.registry import SessionRegistry
-from the_loop.sessions.session import Session
-from the_loop.state import (
+from the_loop.attributes import (
     ALLOWED_KINDS,
     ATTRIBUTE_FILES,
     ATTRIBUTE_KINDS,
@@ -29,9 +22,16 @@ from the_loop.state import (
     MACHINE_HANDLE,
     OPERATOR_FILE,
     REPOSITORY_FILE,
-    LegacyLayout,
 )
-from the_loop.workitem import SECTIONS, WorkItemStore
+from the_loop.layout import LegacyLayout
+from the_loop.portable.channels import ChannelState
+from the_loop.portable.control import ControlStore
+from the_loop.portable.poll import PollState
+from the_loop.portable.store import SECTIONS, WorkItemStore
+from the_loop.ref import WorkItemRef, is_record_file_name
+from the_loop.repository_file import STATE_FILE, STATE_KEYS, WorkItemState, WorkItemStateFile
+from the_loop.sessions.registry import SessionRegistry
+from the_loop.sessions.session import Session
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 SAME_REPO_PR = WorkItemRef.parse("github:octo/app#16")

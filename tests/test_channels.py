@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.channels import ChannelError, ChannelState
 from the_loop.cleanup import cleanup_work_item
+from the_loop.portable.channels import ChannelError, ChannelState
+from the_loop.portable.store import CHANNELS, PULL_REQUESTS, WorkItemStore
+from the_loop.ref import WorkItemRef
 from the_loop.reset import reset_work_item
-from the_loop.sessions.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.workitem import CHANNELS, PULL_REQUESTS, WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 OTHER = WorkItemRef.parse("github:octo/app#21")

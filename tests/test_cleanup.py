@@ -12,14 +12,14 @@ from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item, tmux_names
 from the_loop.config import Config
-from the_loop.control import CLEANUP, STOP, ControlStore
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.errors import TheLoopError
 from the_loop.eventlog import EventLog, read_events
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.portable.control import CLEANUP, STOP, ControlStore
+from the_loop.portable.store import CHANNELS, PULL_REQUESTS, WorkItemStore
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.workitem import CHANNELS, PULL_REQUESTS, WorkItemStore
 
 REF = WorkItemRef.parse("github:octo/app#15")
 PR = WorkItemRef.parse("github:octo/lib#7")

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from the_loop.channels import ChannelError, ChannelState
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.portable.channels import ChannelError, ChannelState
+from the_loop.portable.store import WorkItemStore
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.workitem import WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from the_loop.workitem import CHANNELS, CONTROL, POLL, WorkItemStore
+from the_loop.portable.store import CHANNELS, CONTROL, POLL, WorkItemStore
 
 APP = "github:octo/app#15"
 WRITES = 200

@@ -8,7 +8,7 @@ import pytest
 
 from the_loop.cli import main
 from the_loop.config import Config, ConfigError, find_config, load_config, load_file
-from the_loop.state import layout_from_config
+from the_loop.layout import layout_from_config
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "cli-config.yaml"
 

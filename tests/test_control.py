@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.control import (
+from the_loop.eventlog import EventLog, read_events
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.control import (
     ARMING,
     CLEANUP,
     COMMANDS,
@@ -22,9 +24,8 @@ from the_loop.control import (
     ControlRecord,
     ControlStore,
 )
-from the_loop.eventlog import EventLog, read_events
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import CONTROL, POLL, SEALED, WorkItemRef, WorkItemStore
+from the_loop.portable.store import CONTROL, POLL, SEALED, WorkItemStore
+from the_loop.ref import WorkItemRef
 
 APP = "github:octo/app#15"
 

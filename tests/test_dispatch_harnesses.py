@@ -15,8 +15,8 @@ from the_loop.dispatch.harnesses import (
     CursorHarness,
     harnesses_from_config,
 )
-from the_loop.dispatch.tmux import TmuxRunner
-from the_loop.sessions.ref import WorkItemRef, tmux_session_name
+from the_loop.dispatch.tmux import TmuxRunner, tmux_session_name
+from the_loop.ref import WorkItemRef
 
 ITEM = WorkItemRef.parse("github:octo/app#7")
 SID = "0b9c3f2e-8d1a-4c5e-9f00-123456789abc"

@@ -12,7 +12,7 @@ from tests.helpers.gitrepo import commit_files, git, make_remote, write_files
 from the_loop.config import Config
 from the_loop.dispatch.process import DispatchError
 from the_loop.dispatch.workspace import CheckoutStatus, Workspace
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 
 ISSUE = WorkItemRef.parse("github:octo/app#7")
 OTHER_ISSUE = WorkItemRef.parse("github:octo/app#8")

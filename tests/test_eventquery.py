@@ -18,7 +18,7 @@ from the_loop.eventquery import (
     parse_since,
     query_events,
 )
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 REF = WorkItemRef.parse("github:octo/repo#15")

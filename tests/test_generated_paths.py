@@ -9,8 +9,8 @@ import pytest
 
 from tests.helpers.tmuxsock import wait_until
 from tests.reset_world import World
-from the_loop.sessions.ref import WorkItemRef
-from the_loop.state import GENERATED_PATHS, GeneratedPath
+from the_loop.layout import GENERATED_PATHS, GeneratedPath
+from the_loop.ref import WorkItemRef
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 OTHER = WorkItemRef.parse("github:octo/app#21")

@@ -16,7 +16,7 @@ import pytest
 from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
 from the_loop.cli import main
 from the_loop.github import GitHubError, api_url_for, post_issue_comment
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 
 ITEM = "github:octo/app#15"
 TOKEN = "ghp_secret-token-value"

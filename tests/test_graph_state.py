@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from the_loop.errors import TheLoopError
-from the_loop.graph.state import (
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import (
     LEGACY_STATE_FILE,
     SESSION_PER_PR,
     STATE_FILE,
@@ -23,7 +24,6 @@ from the_loop.graph.state import (
     resolve_frozen_choices,
     validate_repository,
 )
-from the_loop.sessions.ref import WorkItemRef
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 PR = WorkItemRef.parse("github:octo/lib#7")

@@ -18,17 +18,17 @@ import pytest
 
 from tests.helpers.gitrepo import git, make_remote
 from tests.helpers.tmuxsock import private_tmux_socket, wait_until
-from the_loop.channels import ChannelState
 from the_loop.cli import main
-from the_loop.control import ControlStore
-from the_loop.dispatch.tmux import TmuxRunner
-from the_loop.graph.state import STATE_KEYS, WorkItemState, WorkItemStateFile
-from the_loop.poller import PollState
+from the_loop.dispatch.tmux import TmuxRunner, tmux_session_name
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.channels import ChannelState
+from the_loop.portable.control import ControlStore
+from the_loop.portable.poll import PollState
+from the_loop.portable.store import PULL_REQUESTS, WorkItemStore
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import STATE_KEYS, WorkItemState, WorkItemStateFile
 from the_loop.routing import OWNER_FROM_PORTABLE, POLICY_FROM_REPOSITORY_FILE, Router
-from the_loop.sessions.ref import WorkItemRef, tmux_session_name
 from the_loop.sessions.registry import SessionRegistry
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import PULL_REQUESTS, WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 SAME_REPO_PR = WorkItemRef.parse("github:octo/app#16")

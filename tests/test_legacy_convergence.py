@@ -12,18 +12,19 @@ from typing import Any
 
 import pytest
 
-from the_loop.channels import ChannelState
+from the_loop.attributes import ATTRIBUTES, MACHINE_FILE, OPERATOR_FILE
 from the_loop.cli import main
-from the_loop.control import ControlStore
-from the_loop.graph.state import STATE_KEYS, WorkItemState, WorkItemStateFile
-from the_loop.poller import PollState
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.channels import ChannelState
+from the_loop.portable.control import ControlStore
+from the_loop.portable.poll import PollState
+from the_loop.portable.store import GRAPH, WorkItemStore
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import STATE_KEYS, WorkItemState, WorkItemStateFile
 from the_loop.routing import POLICY_FROM_GRAPH_SECTION, POLICY_FROM_REPOSITORY_FILE, Router
-from the_loop.sessions.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.state import ATTRIBUTES, MACHINE_FILE, OPERATOR_FILE, StateLayout, legacy_layout
 from the_loop.upgrade import find_retired
-from the_loop.workitem import GRAPH, WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 PR = WorkItemRef.parse("github:octo/lib#7")

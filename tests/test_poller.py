@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.poller import PollState
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import CONTROL, POLL, PULL_REQUESTS, WorkItemRef, WorkItemStore
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.poll import PollState
+from the_loop.portable.store import CONTROL, POLL, PULL_REQUESTS, WorkItemStore
+from the_loop.ref import WorkItemRef
 
 APP = "github:octo/app#15"
 PR = "github:octo/lib#7"

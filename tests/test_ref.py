@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.records import RecordDirectory, disambiguated_name, plain_name
-from the_loop.sessions.ref import WorkItemRef, is_record_file_name, tmux_session_name
+from the_loop.ref import WorkItemRef, is_record_file_name
 
 
 def test_a_github_ref_has_a_canonical_form_slug_and_url() -> None:
@@ -132,7 +133,7 @@ def test_no_store_path_built_from_a_ref_escapes_its_root(
 
 def test_the_longest_accepted_ref_still_fits_every_file_name_we_write(tmp_path: Path) -> None:
     from the_loop.fsio import write_json
-    from the_loop.sessions.ref import MAX_SLUG_LENGTH
+    from the_loop.ref import MAX_SLUG_LENGTH
 
     repo = "r" * (MAX_SLUG_LENGTH - len("github-octo--1"))
     ref = WorkItemRef.parse(f"github:octo/{repo}#1")

@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 
-from the_loop.control import ControlStore
 from the_loop.eventlog import EventLog, read_events
 from the_loop.fsio import DirectorySyncs
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.control import ControlStore
+from the_loop.portable.store import WorkItemStore, WriteResult
+from the_loop.ref import WorkItemRef
 from the_loop.reset import (
     CHANNELS,
     CONTROL,
@@ -28,11 +31,8 @@ from the_loop.reset import (
     reset_work_item,
     work_items_with_state,
 )
-from the_loop.sessions.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import WorkItemStore, WriteResult
 
 ITEM = WorkItemRef.parse("github:octo/repo#15")
 OTHER = WorkItemRef.parse("github:octo/repo#21")

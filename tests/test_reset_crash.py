@@ -20,8 +20,8 @@ import pytest
 
 from tests.helpers.tmuxsock import wait_until
 from tests.reset_world import World
-from the_loop.sessions.ref import WorkItemRef
-from the_loop.workitem import POLL
+from the_loop.portable.store import POLL
+from the_loop.ref import WorkItemRef
 
 FIRST = WorkItemRef.parse("github:octo/app#15")
 SECOND = WorkItemRef.parse("github:octo/app#21")
@@ -33,7 +33,7 @@ CHILD = textwrap.dedent(
     import os, signal, sys
     from the_loop.dispatch.dispatcher import Dispatcher
     from the_loop.sessions.registry import SessionRegistry
-    from the_loop.workitem import WorkItemStore
+    from the_loop.portable.store import WorkItemStore
 
     owner, method = {
         "close": (Dispatcher, "close_session"),

@@ -11,8 +11,8 @@ import pytest
 
 from tests.helpers.tmuxsock import wait_until
 from tests.reset_world import World, process_gone
-from the_loop.sessions.ref import WorkItemRef
-from the_loop.workitem import POLL
+from the_loop.portable.store import POLL
+from the_loop.ref import WorkItemRef
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from the_loop.cli import main
-from the_loop.control import ControlStore
 from the_loop.eventlog import read_events
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.control import ControlStore
+from the_loop.portable.store import POLL, WorkItemStore
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import POLL, WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/repo#15")
 OTHER = WorkItemRef.parse("github:octo/repo#21")

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.graph.state import WorkItemState, WorkItemStateFile
+from the_loop.portable.store import WorkItemStore
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import WorkItemState, WorkItemStateFile
 from the_loop.routing import (
     OWNER_FROM_PORTABLE,
     OWNER_FROM_REGISTRY,
@@ -18,10 +20,8 @@ from the_loop.routing import (
     Router,
     same_repository,
 )
-from the_loop.sessions.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import CLOSED, Session
-from the_loop.workitem import WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 SAME_REPO_PR = WorkItemRef.parse("github:octo/app#16")

@@ -18,8 +18,8 @@ from the_loop.cli import build_parser, main
 from the_loop.commands.sessions.records import LIST_HEADERS, run_attach
 from the_loop.dispatch.tmux import TmuxRunner
 from the_loop.errors import TheLoopError
-from the_loop.graph.state import WorkItemState, WorkItemStateFile
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import WorkItemState, WorkItemStateFile
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 

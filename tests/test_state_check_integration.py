@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from the_loop.attributes import ATTRIBUTES
 from the_loop.cli import main
-from the_loop.graph.state import WorkItemStateFile
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.layout import GENERATED_PATHS, StateLayout, legacy_layout
+from the_loop.portable.store import WorkItemStore
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import WorkItemStateFile
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.state import ATTRIBUTES, GENERATED_PATHS, StateLayout, legacy_layout
-from the_loop.workitem import WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 PR = WorkItemRef.parse("github:octo/lib#7")

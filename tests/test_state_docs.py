@@ -13,15 +13,9 @@ import fnmatch
 import re
 from pathlib import Path
 
+from the_loop.attributes import ALLOWED_KINDS, ATTRIBUTE_FILES, ATTRIBUTE_KINDS, ATTRIBUTES
 from the_loop.cli import build_parser
-from the_loop.state import (
-    ALLOWED_KINDS,
-    ATTRIBUTE_FILES,
-    ATTRIBUTE_KINDS,
-    ATTRIBUTES,
-    DEFAULT_STATE_ROOT,
-    GENERATED_PATHS,
-)
+from the_loop.layout import DEFAULT_STATE_ROOT, GENERATED_PATHS
 from the_loop.upgrade import RETIRED_KINDS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from the_loop.config import Config
-from the_loop.state import GENERATED_PATHS, StateLayout, layout_from_config, legacy_layout
+from the_loop.layout import GENERATED_PATHS, StateLayout, layout_from_config, legacy_layout
 
 
 def test_the_default_layout_puts_everything_under_the_root() -> None:

@@ -15,12 +15,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.store import CONTROL, POLL, WorkItemStore
 from the_loop.records import RecordDirectory, disambiguated_name, plain_name
-from the_loop.sessions.ref import WorkItemRef, _parse_strict  # pyright: ignore[reportPrivateUsage]
+from the_loop.ref import WorkItemRef, _parse_strict
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import CONTROL, POLL, WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/repo#15")
 OTHER = WorkItemRef.parse("github:octo/repo#21")

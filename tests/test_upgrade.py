@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from the_loop.control import ControlStore
-from the_loop.graph.state import WorkItemState, WorkItemStateFile
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.control import ControlStore
+from the_loop.portable.store import WorkItemStore
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import WorkItemState, WorkItemStateFile
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.state import StateLayout, legacy_layout
 from the_loop.upgrade import (
     GRAPH_SECTION,
     GRAPH_STATE_FILE,
@@ -29,7 +30,6 @@ from the_loop.upgrade import (
     find_retired,
     workspace_checkouts,
 )
-from the_loop.workitem import WorkItemStore
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 OTHER = WorkItemRef.parse("github:octo/app#21")

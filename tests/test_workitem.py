@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from the_loop.fsio import DirectorySyncs
-from the_loop.state import LegacyLayout, StateLayout, legacy_layout
-from the_loop.workitem import (
+from the_loop.layout import LegacyLayout, StateLayout, legacy_layout
+from the_loop.portable.store import (
     CHANNELS,
     CONTROL,
     GRAPH,
@@ -21,9 +21,9 @@ from the_loop.workitem import (
     SEALED,
     SECTIONS,
     ForeignRecordError,
-    WorkItemRef,
     WorkItemStore,
 )
+from the_loop.ref import WorkItemRef
 
 APP = "github:octo/app#15"
 LIB = "github:octo/lib#7"

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from the_loop.control import CLEANUP, SOURCES
+from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
-from the_loop.sessions.ref import WorkItemRef, tmux_session_name
+from the_loop.portable.control import CLEANUP, SOURCES
+from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.control import ControlStore
     from the_loop.eventlog import EventLog
+    from the_loop.portable.control import ControlStore
     from the_loop.sessions.registry import SessionRegistry
     from the_loop.sessions.session import Session
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.eventlog import LEVELS, iter_event_lines, parse_event_line
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 
 DEFAULT_POLL_INTERVAL = 0.5
 SINCE_SHAPE = "an ISO timestamp (2026-11-29T10:00:00Z or 2026-11-29) or an age (45s, 30m, 2h, 1d)"

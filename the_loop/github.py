@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from the_loop import __version__
 from the_loop.errors import TheLoopError
-from the_loop.sessions.ref import DEFAULT_GITHUB_HOST, WorkItemRef
+from the_loop.ref import DEFAULT_GITHUB_HOST, WorkItemRef
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")

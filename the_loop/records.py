@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from the_loop.fsio import locked
-from the_loop.sessions.ref import WorkItemRef, is_record_file_name
+from the_loop.ref import WorkItemRef, is_record_file_name
 
 #: Reads the ref the named record file stores; None when the file is unreadable or names none.
 StoredRef = Callable[[str], "str | None"]

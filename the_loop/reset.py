@@ -16,10 +16,10 @@ from typing import Any
 from the_loop.errors import TheLoopError, describe_error
 from the_loop.eventlog import EventLog
 from the_loop.fsio import DirectorySyncs
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.portable.store import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
-from the_loop.workitem import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
 
 WORKSPACE = "workspace"
 SESSION = "session"

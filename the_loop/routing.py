@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.errors import TheLoopError
-from the_loop.graph.state import (
+from the_loop.portable.store import GRAPH, WorkItemStore
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import (
     SESSION_PER_PR,
     FrozenChoices,
     WorkItemStateFile,
     graph_section_choices,
 )
-from the_loop.sessions.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session, as_work_item_ref
-from the_loop.workitem import GRAPH, WorkItemStore
 
 NEVER, CROSS_REPOSITORY, ALWAYS = SESSION_PER_PR
 #: Where an owner was found.

@@ -18,7 +18,11 @@ from typing import Any, cast
 
 from the_loop.errors import TheLoopError
 from the_loop.fsio import is_temp_name, read_object
-from the_loop.graph.state import (
+from the_loop.layout import LegacyLayout, StateLayout
+from the_loop.portable.format import parse_ref
+from the_loop.portable.store import CONTROL, GRAPH, POLL, SEALED, WorkItemStore
+from the_loop.ref import WorkItemRef, is_record_file_name
+from the_loop.repository_file import (
     LEGACY_STATE_FILE,
     SPECS_DIR,
     STATE_FILE,
@@ -26,11 +30,7 @@ from the_loop.graph.state import (
     WorkItemStateFile,
     graph_section_choices,
 )
-from the_loop.sessions.ref import WorkItemRef, is_record_file_name
 from the_loop.sessions.registry import SessionRegistry
-from the_loop.state import LegacyLayout, StateLayout
-from the_loop.workitem import CONTROL, GRAPH, POLL, SEALED, WorkItemStore
-from the_loop.workitem_files import parse_ref
 
 LEGACY_CONTROL = "legacy-control-record"
 LEGACY_POLL_STATE = "legacy-poll-state"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.config import Config, load_config
-from the_loop.state import StateLayout, layout_from_config
+from the_loop.layout import StateLayout, layout_from_config
 
 FORMAT_TABLE = "table"
 FORMAT_JSON = "json"
@@ -110,7 +110,7 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 def work_item_type(text: str) -> Any:
     """argparse ``type=`` for a work-item ref: ``ValueError`` becomes a usage error."""
-    from the_loop.sessions.ref import WorkItemRef
+    from the_loop.ref import WorkItemRef
 
     try:
         return WorkItemRef.parse(text)

@@ -140,7 +140,7 @@ def _print_report(report: UpgradeReport) -> None:
 
 def run_paths(args: argparse.Namespace) -> int:
     """Print ``GENERATED_PATHS``."""
-    from the_loop.state import GENERATED_PATHS
+    from the_loop.layout import GENERATED_PATHS
 
     if args.format == FORMAT_JSON:
         print_json({"paths": [dataclasses.asdict(path) for path in GENERATED_PATHS]})
@@ -155,7 +155,7 @@ def run_paths(args: argparse.Namespace) -> int:
 
 def run_attributes(args: argparse.Namespace) -> int:
     """Print ``ATTRIBUTES`` (and, as JSON, the files, kinds and allowed kinds too)."""
-    from the_loop.state import ALLOWED_KINDS, ATTRIBUTE_FILES, ATTRIBUTE_KINDS, ATTRIBUTES
+    from the_loop.attributes import ALLOWED_KINDS, ATTRIBUTE_FILES, ATTRIBUTE_KINDS, ATTRIBUTES
 
     if args.format == FORMAT_JSON:
         print_json(

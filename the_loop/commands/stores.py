@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from the_loop.commands.common import Context, warn
-from the_loop.control import ControlStore
 from the_loop.eventlog import EventLog
+from the_loop.layout import StateLayout, legacy_layout
+from the_loop.portable.control import ControlStore
+from the_loop.portable.store import WorkItemStore
 from the_loop.sessions.registry import SessionRegistry
-from the_loop.state import StateLayout, legacy_layout
-from the_loop.workitem import WorkItemStore
 
 if TYPE_CHECKING:
     from the_loop.dispatch.dispatcher import Dispatcher

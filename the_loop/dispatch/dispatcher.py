@@ -16,23 +16,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item
-from the_loop.control import START, ControlRecord
 from the_loop.dispatch.settings import DispatchSettings
 from the_loop.dispatch.teardown import STEP_ERRORS, SessionCloseError, Teardown
+from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
-from the_loop.graph.state import FrozenChoices, WorkItemStateFile, resolve_frozen_choices
-from the_loop.sessions.ref import WorkItemRef, tmux_session_name
+from the_loop.portable.control import START, ControlRecord
+from the_loop.ref import WorkItemRef
+from the_loop.repository_file import FrozenChoices, WorkItemStateFile, resolve_frozen_choices
 from the_loop.sessions.session import Session
 
 if TYPE_CHECKING:
     from the_loop.config import Config
-    from the_loop.control import ControlStore
     from the_loop.dispatch.harnesses import Harness
     from the_loop.dispatch.tmux import TmuxRunner
     from the_loop.dispatch.workspace import Checkout, Workspace
     from the_loop.eventlog import EventLog
+    from the_loop.portable.control import ControlStore
+    from the_loop.portable.store import WorkItemStore
     from the_loop.sessions.registry import SessionRegistry
-    from the_loop.workitem import WorkItemStore
 
 __all__ = ["DispatchSettings", "Dispatcher", "SessionCloseError", "SpawnResult"]
 

@@ -14,10 +14,10 @@ from the_loop.errors import TheLoopError
 
 if TYPE_CHECKING:
     from the_loop.config import Config
-    from the_loop.control import ControlStore
     from the_loop.eventlog import EventLog
+    from the_loop.portable.control import ControlStore
+    from the_loop.portable.store import WorkItemStore
     from the_loop.sessions.registry import SessionRegistry
-    from the_loop.workitem import WorkItemStore
 
 
 def build_dispatcher(

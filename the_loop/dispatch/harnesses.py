@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from the_loop.config import Config
-    from the_loop.sessions.ref import WorkItemRef
+    from the_loop.ref import WorkItemRef
 
 PLACEHOLDERS = ("session_id", "work_item", "prompt", "model", "effort")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")

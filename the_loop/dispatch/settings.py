@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from the_loop.graph.state import FrozenChoices
+from the_loop.repository_file import FrozenChoices
 
 if TYPE_CHECKING:
     from the_loop.config import Config

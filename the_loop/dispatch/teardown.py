@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from the_loop.dispatch.tmux import TmuxRunner
     from the_loop.dispatch.workspace import Workspace
     from the_loop.eventlog import EventLog
-    from the_loop.sessions.ref import WorkItemRef
+    from the_loop.ref import WorkItemRef
     from the_loop.sessions.registry import SessionRegistry
     from the_loop.sessions.session import Session
 

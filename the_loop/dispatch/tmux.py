@@ -48,6 +48,11 @@ def check_name(name: str) -> str:
     return name
 
 
+def tmux_session_name(slug: str) -> str:
+    """The tmux session name for a record slug (tmux turns '.' and ':' into '_')."""
+    return "loop-" + slug.replace(".", "_").replace(":", "_")
+
+
 class TmuxRunner:
     """Runs tmux for the dispatcher; every call has the configured timeout.
 

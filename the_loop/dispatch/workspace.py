@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from the_loop.config import Config
-    from the_loop.sessions.ref import WorkItemRef
+    from the_loop.ref import WorkItemRef
 
 Strategy = Literal["worktree", "clone"]
 STRATEGIES: tuple[Strategy, ...] = ("worktree", "clone")

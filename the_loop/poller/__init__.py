@@ -1,7 +1,13 @@
-"""The poller's state: the poll ledger store (the poller daemon comes in a later issue)."""
+"""Moved: the poll ledger store is in the_loop.portable.poll."""
 
 from __future__ import annotations
 
-from the_loop.poller.state import OwnerLookup, PollState
+from the_loop.portable.poll import (
+    OwnerLookup,
+    PollState,
+)
 
-__all__ = ["OwnerLookup", "PollState"]
+__all__ = [
+    "OwnerLookup",
+    "PollState",
+]

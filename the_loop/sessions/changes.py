@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import ACTIVE, CLOSED, Session
 
 #: A change: the record as read -> the record to write, or None for "no change".

@@ -17,9 +17,9 @@ from the_loop.errors import EXIT_USAGE, TheLoopError
 from the_loop.eventlog import EventLog, utc_timestamp
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
 from the_loop.records import RecordDirectory, is_named_for
+from the_loop.ref import WorkItemRef, ref_order
 from the_loop.sessions import changes
 from the_loop.sessions.record_file import RecordRead, read_record_file
-from the_loop.sessions.ref import WorkItemRef, ref_order
 from the_loop.sessions.session import (
     ACTIVE,
     PAUSED,

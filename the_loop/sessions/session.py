@@ -15,7 +15,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, cast
 
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 
 VERSION = 2
 ACTIVE = "active"

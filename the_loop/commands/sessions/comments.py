@@ -12,7 +12,7 @@ import os
 
 from the_loop.commands.common import Context, note
 from the_loop.commands.stores import Stores
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 
 
 def comment_parent() -> argparse.ArgumentParser:

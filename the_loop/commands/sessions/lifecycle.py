@@ -25,9 +25,9 @@ from the_loop.commands.common import (
 )
 from the_loop.commands.sessions.comments import comment_parent, post_keyword
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
-from the_loop.control import PAUSE, RESUME, START, STOP
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.portable.control import PAUSE, RESUME, START, STOP
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import Session
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from the_loop.commands.common import (
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.errors import EXIT_OK, TheLoopError, UsageError
 from the_loop.jsonrows import rows_document
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import CLOSED, STATUSES, Session
 
 HARNESSES = ("claude", "cursor", "command")
@@ -195,7 +195,7 @@ def run_link_pr(args: argparse.Namespace) -> int:
         raise TheLoopError(
             f"{owner.ref} has no session record on this machine; start or register one first"
         )
-    from the_loop.poller import PollState
+    from the_loop.portable.poll import PollState
 
     PollState(stores.store, registry=stores.registry).own(pr, owner)
     _link_in_state_file(record, pr)
@@ -208,7 +208,7 @@ def _link_in_state_file(record: Session, pr: WorkItemRef) -> None:
     """Record ``pr`` in the checkout's work-item state file, when the checkout has one."""
     if not record.cwd:
         return
-    from the_loop.graph.state import WorkItemStateFile
+    from the_loop.repository_file import WorkItemStateFile
 
     state_file = WorkItemStateFile(Path(record.cwd), record.work_item)
     if state_file.exists():

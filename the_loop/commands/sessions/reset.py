@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from the_loop.commands.stores import Stores
     from the_loop.config import Config
     from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.ref import WorkItemRef
     from the_loop.reset import ResetOutcome
-    from the_loop.sessions.ref import WorkItemRef
     from the_loop.sessions.session import Session
 
 NOTHING_AT_ALL = "nothing to reset: this machine holds no work-item state"
@@ -113,7 +113,7 @@ def _unique(refs: list[WorkItemRef]) -> list[WorkItemRef]:
 
 def warnings_for(context: Context) -> list[str]:
     """The two warnings of the design: a running daemon; arming not required."""
-    from the_loop.daemons import running_daemons
+    from the_loop.dispatch.daemons import running_daemons
 
     found = [
         f"the {daemon.name} looks like it is running (pid {daemon.pid}); it can write "

@@ -17,7 +17,7 @@ from typing import Any
 from the_loop import fsio
 from the_loop.errors import TheLoopError
 from the_loop.eventlog import utc_timestamp
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.ref import WorkItemRef
 
 STATE_FILE = "work-item-state.json"
 LEGACY_STATE_FILE = "graph-state.json"

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from the_loop.state import StateLayout
+from the_loop.layout import StateLayout
 
 
 @dataclass(frozen=True)

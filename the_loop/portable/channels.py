@@ -14,9 +14,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
 from the_loop.eventlog import utc_timestamp
-from the_loop.sessions.ref import WorkItemRef
+from the_loop.portable.store import CHANNELS, WorkItemStore, as_ref
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
-from the_loop.workitem import CHANNELS, WorkItemStore, as_ref
 
 Binding = dict[str, Any]
 #: (channel type, conversation, thread) -> the work item bound to it.

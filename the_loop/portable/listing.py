@@ -1,7 +1,7 @@
 """Every portable record at once: the listable ones, and ``index.json`` derived from them.
 
 Reads go through the store's :class:`~the_loop.records.RecordDirectory`, so a
-snapshot serves them; :class:`~the_loop.workitem.WorkItemStore` decides when the
+snapshot serves them; :class:`~the_loop.portable.store.WorkItemStore` decides when the
 index is rebuilt (after each write, or once per batch).
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_text
 from the_loop.jsonrows import rows_document
+from the_loop.portable.format import LoadedRecord, RecordSummary, Section, load_record, summarize
 from the_loop.records import RecordDirectory, is_named_for
-from the_loop.sessions.ref import WorkItemRef
-from the_loop.workitem_files import LoadedRecord, RecordSummary, Section, load_record, summarize
+from the_loop.ref import WorkItemRef
 
 #: (ref, file name, record) of one listable record.
 Listed = tuple[WorkItemRef, str, Section]

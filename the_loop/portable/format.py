@@ -3,7 +3,7 @@
 Also what a read makes of an absent section (:func:`effective_section`: the legacy
 fallback), what one write reports (:class:`WriteResult`), and the legacy tree of
 older releases (``sessions/control/<slug>.json`` and ``sessions/poll-state.json``),
-which is never written. :mod:`the_loop.workitem` builds the store on top; import the
+which is never written. :mod:`the_loop.portable.store` builds the store on top; import the
 names from there.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from the_loop.fsio import read_object
-from the_loop.sessions.ref import WorkItemRef
-from the_loop.state import LegacyLayout
+from the_loop.layout import LegacyLayout
+from the_loop.ref import WorkItemRef
 
 CONTROL = "control"
 POLL = "poll"

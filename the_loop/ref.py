@@ -209,11 +209,6 @@ def _parse_cached(text: str) -> WorkItemRef:
 ref_order = operator.attrgetter("provider", "owner", "repo", "number", "host")
 
 
-def tmux_session_name(slug: str) -> str:
-    """The tmux session name for a record slug (tmux turns '.' and ':' into '_')."""
-    return "loop-" + slug.replace(".", "_").replace(":", "_")
-
-
 _RECORD_NAME = re.compile(r"[a-z][a-z0-9-]*-[A-Za-z0-9._-]*-[0-9]+(?:~[0-9a-f]{8})?\.json\Z")
 
 

@@ -1,0 +1,203 @@
+"""Where the-loop's generated state lives: the state root and its declared paths.
+
+``GENERATED_PATHS`` declares every path the CLI writes under the state root; tests
+keep it equal to what the writers produce and to ``docs/cli/state.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from the_loop.config import Config
+
+DEFAULT_STATE_ROOT = ".the-loop"
+PORTABLE_DIR = "portable"
+LOCAL_DIR = "local"
+LOCKS_DIR = "locks"
+EVENT_LOG = "logs/events.jsonl"
+WEBHOOK_PIDFILE = "gh-webhook.pid"
+POLL_PIDFILE = "poll.pid"
+LEGACY_DIR = "sessions"
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """The paths of one state root, with the per-invocation overrides applied.
+
+    ``local_dir``, ``portable_dir`` and ``event_log`` default to their places
+    under ``root``; an overridden directory keeps its locks beside it
+    (``<dir>.locks``) so two roots never share lock files by accident.
+    """
+
+    root: Path
+    local_override: Path | None = None
+    portable_override: Path | None = None
+    event_log_override: Path | None = None
+    pidfile_name: str = WEBHOOK_PIDFILE
+    poll_pidfile_name: str = POLL_PIDFILE
+
+    @property
+    def root_path(self) -> Path:
+        return self.root
+
+    @property
+    def portable_dir(self) -> Path:
+        return self.portable_override or self.root / PORTABLE_DIR
+
+    @property
+    def portable_index(self) -> Path:
+        return self.portable_dir / "index.json"
+
+    @property
+    def local_dir(self) -> Path:
+        return self.local_override or self.root / LOCAL_DIR
+
+    @property
+    def event_log(self) -> Path:
+        return self.event_log_override or self.root / EVENT_LOG
+
+    @property
+    def pidfile(self) -> Path:
+        return self.root / self.pidfile_name
+
+    @property
+    def poll_pidfile(self) -> Path:
+        return self.root / self.poll_pidfile_name
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.root / LOCKS_DIR
+
+    @property
+    def local_locks_dir(self) -> Path:
+        if self.local_override is not None:
+            return _beside(self.local_override)
+        return self.locks_dir / LOCAL_DIR
+
+    @property
+    def portable_locks_dir(self) -> Path:
+        if self.portable_override is not None:
+            return _beside(self.portable_override)
+        return self.locks_dir / PORTABLE_DIR
+
+    def with_overrides(
+        self, *, local_dir: Path | None = None, portable_dir: Path | None = None
+    ) -> StateLayout:
+        """A copy with the ``--registry-dir`` / ``--portable-dir`` overrides applied."""
+        return StateLayout(
+            root=self.root,
+            local_override=local_dir or self.local_override,
+            portable_override=portable_dir or self.portable_override,
+            event_log_override=self.event_log_override,
+            pidfile_name=self.pidfile_name,
+            poll_pidfile_name=self.poll_pidfile_name,
+        )
+
+
+def _beside(directory: Path) -> Path:
+    return directory.with_name(directory.name + ".locks")
+
+
+@dataclass(frozen=True)
+class LegacyLayout:
+    """The read-only tree older releases wrote: ``<root>/sessions/``."""
+
+    root: Path
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / LEGACY_DIR
+
+    @property
+    def control_dir(self) -> Path:
+        return self.sessions_dir / "control"
+
+    @property
+    def poll_state(self) -> Path:
+        return self.sessions_dir / "poll-state.json"
+
+
+def legacy_layout(layout: StateLayout) -> LegacyLayout:
+    """The legacy tree that belongs to ``layout``'s state root."""
+    return LegacyLayout(layout.root)
+
+
+def layout_from_config(config: Config) -> StateLayout:
+    """Build the layout from ``state.root``, ``routing.registryDir``, ``eventLog.path``."""
+    root = Path(config.get_str("state.root", DEFAULT_STATE_ROOT) or DEFAULT_STATE_ROOT)
+    registry_dir = config.get_str("routing.registryDir", "")
+    event_log = config.get_str("eventLog.path", "")
+    return StateLayout(
+        root=root,
+        local_override=Path(registry_dir) if registry_dir else None,
+        event_log_override=Path(event_log) if event_log else None,
+        pidfile_name=config.get_str("webhook.pidfile", WEBHOOK_PIDFILE) or WEBHOOK_PIDFILE,
+        poll_pidfile_name=config.get_str("poll.pidfile", POLL_PIDFILE) or POLL_PIDFILE,
+    )
+
+
+@dataclass(frozen=True)
+class GeneratedPath:
+    """One path the CLI generates: its name, where (relative to the root), whether it travels."""
+
+    name: str
+    where: str
+    portable: bool
+    holds: str
+    why: str
+
+
+GENERATED_PATHS: tuple[GeneratedPath, ...] = (
+    GeneratedPath(
+        "work-item record",
+        "portable/<slug>.json",
+        True,
+        "one record per work item: control, poll, pullRequests, channels sections",
+        "what people decided and what was seen travels with the operator",
+    ),
+    GeneratedPath(
+        "work-item index",
+        "portable/index.json",
+        True,
+        "derived listing of the records beside it",
+        "a reviewable summary of the portable records; never read by the-loop",
+    ),
+    GeneratedPath(
+        "session record",
+        "local/<slug>.json",
+        False,
+        "that item's session handles on this machine",
+        "tmux targets, checkouts and harness ids only make sense on this machine",
+    ),
+    GeneratedPath(
+        "event log",
+        "logs/events.jsonl",
+        False,
+        "the append-only JSONL event log",
+        "the audit trail of every decision; never rewritten",
+    ),
+    GeneratedPath(
+        "webhook pidfile",
+        "gh-webhook.pid",
+        False,
+        "the pid of a running webhook receiver",
+        "lets reset warn that a receiver may write state back",
+    ),
+    GeneratedPath(
+        "poller pidfile",
+        "poll.pid",
+        False,
+        "the pid of a running poller",
+        "lets reset warn that a poller may write state back",
+    ),
+    GeneratedPath(
+        "lock files",
+        "locks/<store>/<slug>.lock",
+        False,
+        "one empty lock file per record, held with flock",
+        "serialises read-modify-write across processes",
+    ),
+)

@@ -1,0 +1,427 @@
+"""The portable work-item store: one JSON record per work item under ``portable/``.
+
+A record holds independent sections (``control``, ``poll``, ``pullRequests``,
+``channels``; the retired ``graph`` is read only). Every change is a locked
+read-modify-write of the sections it names, and the seal-vs-delete rule lives in
+:meth:`WorkItemStore.write_sections` only. ``index.json`` is derived from the records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Collection, Generator, Mapping
+from pathlib import Path
+
+from the_loop.fsio import DirectorySyncs, remove_file, write_json
+from the_loop.layout import LegacyLayout
+from the_loop.portable.format import (
+    CHANNELS,
+    CONTROL,
+    FALLBACK_SECTIONS,
+    GRAPH,
+    HEAD_KEYS,
+    INDEX_FILE,
+    POLL,
+    PULL_REQUESTS,
+    READABLE_SECTIONS,
+    SEALED,
+    SECTIONS,
+    ForeignRecordError,
+    LegacyTree,
+    LoadedRecord,
+    RecordSummary,
+    RefLike,
+    Section,
+    WriteAction,
+    WriteResult,
+    as_ref,
+    check_writable,
+    effective_section,
+    holds,
+    ledger_key,
+    load_record,
+)
+from the_loop.portable.listing import RecordListing
+from the_loop.records import RecordDirectory
+from the_loop.ref import WorkItemRef
+
+__all__ = [
+    "CHANNELS",
+    "CONTROL",
+    "GRAPH",
+    "INDEX_FILE",
+    "POLL",
+    "PULL_REQUESTS",
+    "READABLE_SECTIONS",
+    "SEALED",
+    "SECTIONS",
+    "ForeignRecordError",
+    "RecordSummary",
+    "Section",
+    "WorkItemRef",
+    "WorkItemStore",
+    "WriteResult",
+    "as_ref",
+]
+
+
+def _stored_ref(loaded: LoadedRecord) -> str | None:
+    return loaded.item.ref if loaded.item is not None else None
+
+
+class WorkItemStore:
+    """Portable records under ``root``; locks under ``locks_dir`` (``<parent>/locks/<name>``).
+
+    Every write command rebuilds ``index.json``; inside ``with store.batch():`` it is
+    rebuilt once at the end and directory syncs are deferred to then. One instance
+    per thread.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        legacy: LegacyLayout | None = None,
+        *,
+        locks_dir: Path | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.legacy = legacy
+        self.locks_dir = (
+            Path(locks_dir) if locks_dir else self.root.parent / "locks" / self.root.name
+        )
+        self._directory = RecordDirectory(self.root, self.locks_dir)
+        self._legacy = LegacyTree(legacy)
+        self._on_warning = on_warning
+        self._listing = RecordListing(self._directory, self._warn)
+        self._batch_depth = 0
+        self._batch_syncs: DirectorySyncs | None = None
+        self._index_stale = False
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_FILE
+
+    # -- reading -------------------------------------------------------------
+
+    def path_for(self, ref: RefLike) -> Path:
+        """The file that holds (or would hold) ``ref``'s record."""
+        return self._directory.path(self._locate(as_ref(ref))[0])
+
+    def record_status(self, ref: RefLike) -> str:
+        """``absent``, ``ok`` or ``unreadable`` (which a reset counts as found and removes)."""
+        status = self._locate(as_ref(ref))[1].status
+        return status if status in ("absent", "ok") else "unreadable"
+
+    def read(self, ref: RefLike) -> Section:
+        """The raw record; ``{}`` when absent, or unreadable (with a warning)."""
+        return self._read_loaded(as_ref(ref)).record
+
+    def section(self, ref: RefLike, name: str) -> Section | None:
+        """One section, falling back to the legacy tree while absent and not sealed."""
+        if name not in READABLE_SECTIONS:
+            raise ValueError(f"unknown section {name!r}; expected one of {READABLE_SECTIONS}")
+        item = as_ref(ref)
+        loaded = self._read_loaded(item)
+        if loaded.status not in ("ok", "absent"):
+            return None
+        return effective_section(loaded.record, name, self._legacy_for(loaded.record, item, name))
+
+    def load(self, ref: RefLike) -> tuple[str, dict[str, Section | None]]:
+        """``(record_status(ref), name -> section(ref, name))`` from one read; never warns.
+
+        The sections are empty when the record is unreadable.
+        """
+        item = as_ref(ref)
+        loaded = self._locate(item)[1]
+        if loaded.status not in ("ok", "absent"):
+            return "unreadable", {}
+        record = loaded.record
+        legacy: dict[str, Section] = {}
+        if record.get(SEALED) is not True and any(n not in record for n in FALLBACK_SECTIONS):
+            legacy = self._legacy.sections_for(item)
+        return loaded.status, {n: effective_section(record, n, legacy) for n in READABLE_SECTIONS}
+
+    def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """A store-wide lock named ``name``, for an invariant that spans records.
+
+        Take it before any record lock (never the other way round).
+        """
+        if not name.isalpha() or name in ("index",):
+            raise ValueError(f"invalid store lock name {name!r}")
+        return self._directory.lock_named(name)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which each record file is listed and read at most once.
+
+        For read-only phases; see :meth:`~the_loop.records.RecordDirectory.snapshot`.
+        """
+        return self._directory.snapshot()
+
+    def legacy_holds(self, ref: RefLike) -> bool:
+        """Whether the legacy tree still holds a control record or poll ledger for ``ref``."""
+        return bool(self._legacy.sections_for(as_ref(ref)))
+
+    def unreadable_refs(self) -> set[str]:
+        """Refs of records that cannot be read but still name, in their file name, the ref
+        they store (a reset of that ref counts them as found and removes them)."""
+        return self._listing.unreadable_refs()
+
+    def legacy_refs(self) -> set[str]:
+        """Refs the read-only legacy tree still holds something for (sealed or not)."""
+        return self._legacy.refs()
+
+    def refs(self) -> dict[str, Path]:
+        """Canonical ref -> file of every readable record, sealed ones included.
+
+        Never the index, temp files, strangers' files or unreadable records (warned about).
+        """
+        path = self._directory.path
+        return {summary.ref: path(name) for summary, name in self._listing.summaries(warn=True)}
+
+    def summaries(self) -> list[RecordSummary]:
+        """Every readable record as the index lists it, sorted by ref (no warnings)."""
+        return [summary for summary, _name in self._listing.summaries(warn=False)]
+
+    def refs_holding(self, names: Collection[str]) -> set[str]:
+        """Refs of the readable records in which any section of ``names`` holds an object.
+
+        What ``summaries()`` would say, without building a summary per record.
+        """
+        return {
+            item.ref
+            for item, _name, record in self._listing.listable(warn=False)
+            if any(holds(name, record.get(name)) for name in names)
+        }
+
+    def owner_of(self, ref: RefLike) -> str | None:
+        """The work item whose ``pullRequests`` map holds ``ref``, or None (scans the records)."""
+        pr = as_ref(ref).ref
+        for summary, _name in self._listing.summaries(warn=False):
+            if pr in summary.pull_requests and summary.ref != pr:
+                return summary.ref
+        return None
+
+    def pull_request_ledger(self, owner: RefLike, pr: RefLike) -> Section | None:
+        """``pr``'s poll ledger in ``owner``'s ``pullRequests`` map, or None."""
+        ledgers = self.section(owner, PULL_REQUESTS) or {}
+        key = ledger_key(ledgers, as_ref(pr))
+        return None if key is None else ledgers[key]
+
+    # -- writing -------------------------------------------------------------
+
+    def write_section(
+        self, ref: RefLike, name: str, data: Section | None, *, syncs: DirectorySyncs | None = None
+    ) -> WriteResult:
+        """Replace one section (``None`` clears it); see :meth:`write_sections`."""
+        return self.write_sections(ref, {name: data}, syncs=syncs)
+
+    def write_sections(
+        self,
+        ref: RefLike,
+        changes: Mapping[str, Section | None],
+        *,
+        syncs: DirectorySyncs | None = None,
+    ) -> WriteResult:
+        """Replace several sections in one locked read-modify-write; others stay as on disk.
+
+        ``None`` is a tombstone. When no section holds an object any more the file is
+        deleted, or sealed (``{ref, url, sealed}``) while the legacy tree holds something
+        for the ref. ``OSError`` propagates; ``ValueError`` for an unknown section.
+        """
+        fixed = dict(changes)
+        return self._modify(as_ref(ref), tuple(fixed), lambda _current: fixed, syncs)
+
+    def update_section(
+        self,
+        ref: RefLike,
+        name: str,
+        change: Callable[[Section | None], Section | None],
+        *,
+        syncs: DirectorySyncs | None = None,
+    ) -> WriteResult:
+        """Locked read-modify-write of one section: ``change(current)`` gives the new value.
+
+        ``current`` is read from disk under the lock (legacy fallback included); ``change``
+        must not call back into the store.
+        """
+        return self._modify(
+            as_ref(ref), (name,), lambda current: {name: change(current[name])}, syncs
+        )
+
+    def update_pull_request_ledger(
+        self,
+        owner: RefLike,
+        pr: RefLike,
+        change: Callable[[Section | None], Section | None],
+        *,
+        syncs: DirectorySyncs | None = None,
+    ) -> WriteResult:
+        """Locked read-modify-write of one key of ``owner``'s ``pullRequests`` map."""
+        pr_ref = as_ref(pr)
+
+        def change_map(current: Section | None) -> Section | None:
+            ledgers = dict(current or {})
+            key = ledger_key(ledgers, pr_ref)
+            ledger = ledgers.pop(key) if key is not None else None
+            updated = change(ledger)
+            if updated is not None:
+                ledgers[pr_ref.ref] = updated
+            return ledgers or None
+
+        return self.update_section(owner, PULL_REQUESTS, change_map, syncs=syncs)
+
+    def write_pull_request_ledger(
+        self, owner: RefLike, pr: RefLike, data: Section | None
+    ) -> WriteResult:
+        """Set (or with ``None`` remove) ``pr``'s ledger in ``owner``'s ``pullRequests`` map."""
+        return self.update_pull_request_ledger(owner, pr, lambda _ledger: data)
+
+    def drop(self, ref: RefLike, *, syncs: DirectorySyncs | None = None) -> bool:
+        """Clear every section (the retired ``graph`` too); True when anything changed."""
+        changes: dict[str, Section | None] = dict.fromkeys(READABLE_SECTIONS)
+        return self.write_sections(ref, changes, syncs=syncs).changed
+
+    @contextlib.contextmanager
+    def batch(self) -> Generator[None]:
+        """Defer the index rebuild and directory syncs to the end of the outermost batch."""
+        if self._batch_depth == 0:
+            self._batch_syncs = DirectorySyncs()
+            self._index_stale = False
+        self._batch_depth += 1
+        try:
+            yield
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0:
+                self._end_batch()
+
+    def rebuild_index(self, *, syncs: DirectorySyncs | None = None) -> None:
+        """Rewrite ``index.json`` from the directory (removed when no record is left).
+
+        One entry per line, so a ``git diff`` of the index shows one line per changed
+        item; the file is left alone when its bytes would not change.
+        """
+        self._listing.rebuild_index(self.index_path, syncs=syncs)
+
+    # -- internals -----------------------------------------------------------
+
+    def _warn(self, message: str) -> None:
+        if self._on_warning is not None:
+            self._on_warning(message)
+
+    def _locate(self, item: WorkItemRef) -> tuple[str, LoadedRecord]:
+        """The name of the file for ``item`` and what it holds (reading each candidate once)."""
+        name, loaded = self._directory.locate(
+            item, load_record, _stored_ref, lambda loaded: loaded.status == "stranger"
+        )
+        if loaded.item is not None and loaded.item is not item and loaded.item != item:
+            problem = f"it holds the record of {loaded.item.ref}"
+            loaded = LoadedRecord("foreign", {}, loaded.item, problem)
+        return name, loaded
+
+    def _read_loaded(self, item: WorkItemRef) -> LoadedRecord:
+        name, loaded = self._locate(item)
+        if loaded.status not in ("ok", "absent"):
+            path = self._directory.path(name)
+            self._warn(f"{item.ref}: ignoring unreadable record {path}: {loaded.problem}")
+        return loaded
+
+    def _legacy_for(self, record: Section, item: WorkItemRef, name: str) -> dict[str, Section]:
+        if name not in FALLBACK_SECTIONS or name in record or record.get(SEALED) is True:
+            return {}
+        return self._legacy.sections_for(item)
+
+    def _modify(
+        self,
+        item: WorkItemRef,
+        names: tuple[str, ...],
+        compute: Callable[[dict[str, Section | None]], Mapping[str, Section | None]],
+        syncs: DirectorySyncs | None,
+    ) -> WriteResult:
+        for name in names:
+            check_writable(name, None)
+        with self._directory.lock(item):
+            name, loaded = self._locate(item)
+            path = self._directory.path(name)
+            record = self._writable_record(item, path, loaded)
+            legacy = self._legacy.sections_for(item)
+            current = {name: effective_section(record, name, legacy) for name in names}
+            held = tuple(name for name in READABLE_SECTIONS if holds(name, current.get(name)))
+            changes = dict(compute(copy.deepcopy(current)))
+            for name, value in changes.items():
+                check_writable(name, value)
+            new_record = self._merge(item, record, changes, legacy)
+            action = self._commit(path, loaded, new_record, syncs or self._batch_syncs)
+        self._index_changed()
+        removed = tuple(name for name in held if name in changes and not holds(name, changes[name]))
+        return WriteResult(
+            item.ref, action, path.name, held, removed, loaded.status == "unreadable"
+        )
+
+    def _writable_record(self, item: WorkItemRef, path: Path, loaded: LoadedRecord) -> Section:
+        if loaded.status in ("stranger", "foreign"):
+            raise ForeignRecordError(f"{item.ref}: refusing to change {path}: {loaded.problem}")
+        if loaded.status == "unreadable":
+            self._warn(f"{item.ref}: replacing unreadable record {path}: {loaded.problem}")
+        return loaded.record
+
+    @staticmethod
+    def _merge(
+        item: WorkItemRef,
+        record: Section,
+        changes: Mapping[str, Section | None],
+        legacy: Mapping[str, Section],
+    ) -> Section | None:
+        """The record after ``changes``: the seal-vs-delete rule. None means delete."""
+        sections = {name: record[name] for name in READABLE_SECTIONS if name in record}
+        extras = {key: value for key, value in record.items() if key not in (*HEAD_KEYS, *sections)}
+        if record.get(SEALED) is True:
+            # Unsealing must not let the legacy tree back in: tombstone its sections instead.
+            for name in FALLBACK_SECTIONS:
+                sections.setdefault(name, None)
+        for name, value in changes.items():
+            if name == GRAPH:
+                sections.pop(GRAPH, None)
+            else:
+                sections[name] = value if holds(name, value) else None
+        head: Section = {"ref": item.ref, **({"url": item.url} if item.url else {})}
+        holding = any(holds(name, value) for name, value in sections.items()) or any(
+            name not in sections for name in legacy
+        )
+        if holding:
+            ordered = {name: sections[name] for name in READABLE_SECTIONS if name in sections}
+            return {**head, **ordered, **extras}
+        return {**head, SEALED: True} if legacy else None
+
+    @staticmethod
+    def _commit(
+        path: Path, loaded: LoadedRecord, new_record: Section | None, syncs: DirectorySyncs | None
+    ) -> WriteAction:
+        if new_record is None:
+            if loaded.status == "absent":
+                return "unchanged"
+            remove_file(path, syncs=syncs)
+            return "deleted"
+        old = loaded.record
+        if loaded.status == "ok" and new_record == old and list(new_record) == list(old):
+            return "unchanged"
+        write_json(path, new_record, syncs=syncs)
+        return "sealed" if new_record.get(SEALED) is True else "written"
+
+    def _index_changed(self) -> None:
+        if self._batch_depth:
+            self._index_stale = True
+        else:
+            self.rebuild_index()
+
+    def _end_batch(self) -> None:
+        syncs, self._batch_syncs = self._batch_syncs, None
+        try:
+            if self._index_stale:
+                self._index_stale = False
+                self.rebuild_index(syncs=syncs)
+        finally:
+            if syncs is not None:
+                syncs.flush()
