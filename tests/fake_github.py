@@ -1,0 +1,546 @@
+"""A loopback stand-in for the GitHub REST API: a real HTTP/1.1 server on 127.0.0.1.
+
+The test drives the in-memory state (repositories, issues, pull requests, comments,
+rate budgets, injected failures) and reads the request log. What is served follows
+GitHub's public REST documentation: weak ETags and 304 on ``If-None-Match`` (a 304
+costs no rate budget), ``since`` = updated at or after, ``Link`` pagination with
+``rel="next"``/``"last"``, the ``x-ratelimit-*`` headers, 403/429 with
+``retry-after``, and ``x-poll-interval`` when set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+BASE_TIME = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
+DEFAULT_PER_PAGE = 30
+MAX_PER_PAGE = 100
+#: The longest a stalled request waits when the test gives no duration (a harness bound).
+MAX_STALL_SECONDS = 30.0
+
+
+def iso(moment: datetime) -> str:
+    """GitHub's timestamp shape: ``2026-12-01T09:00:00Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(text: str) -> datetime:
+    """An ISO 8601 timestamp (``Z`` or an offset) as an aware datetime; ValueError otherwise."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass
+class FakeComment:
+    id: int
+    owner: str
+    repo: str
+    number: int
+    login: str
+    user_type: str
+    body: str
+    created_at: datetime
+    updated_at: datetime
+
+    def to_json(self, api_url: str) -> dict[str, Any]:
+        issue = f"{self.owner}/{self.repo}/issues/{self.number}"
+        return {
+            "id": self.id,
+            "node_id": f"IC_{self.id}",
+            "url": f"{api_url}/repos/{self.owner}/{self.repo}/issues/comments/{self.id}",
+            "html_url": f"https://github.com/{issue}#issuecomment-{self.id}",
+            "issue_url": f"{api_url}/repos/{issue}",
+            "user": {"login": self.login, "type": self.user_type},
+            "body": self.body,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+@dataclass
+class FakeIssue:
+    owner: str
+    repo: str
+    number: int
+    title: str
+    body: str
+    login: str
+    labels: list[str]
+    state: str = "open"
+    pull_request: bool = False
+    merged: bool = False
+    created_at: datetime = BASE_TIME
+    updated_at: datetime = BASE_TIME
+
+    def to_json(self, api_url: str) -> dict[str, Any]:
+        kind = "pull" if self.pull_request else "issues"
+        document: dict[str, Any] = {
+            "id": 1000 + self.number,
+            "number": self.number,
+            "title": self.title,
+            "body": self.body,
+            "state": self.state,
+            "user": {"login": self.login, "type": "User"},
+            "labels": [{"name": name} for name in self.labels],
+            "html_url": f"https://github.com/{self.owner}/{self.repo}/{kind}/{self.number}",
+            "url": f"{api_url}/repos/{self.owner}/{self.repo}/issues/{self.number}",
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+        if self.pull_request:
+            pulls = f"{api_url}/repos/{self.owner}/{self.repo}/pulls/{self.number}"
+            document["pull_request"] = {"url": pulls, "merged_at": self._merged_at()}
+        return document
+
+    def to_pull_json(self, api_url: str) -> dict[str, Any]:
+        document = self.to_json(api_url)
+        document.pop("pull_request")
+        document["url"] = f"{api_url}/repos/{self.owner}/{self.repo}/pulls/{self.number}"
+        document["merged"] = self.merged
+        document["merged_at"] = self._merged_at()
+        return document
+
+    def _merged_at(self) -> str | None:
+        return iso(self.updated_at) if self.merged else None
+
+
+@dataclass
+class RateBudget:
+    limit: int = 5000
+    remaining: int = 5000
+    reset: int = int((BASE_TIME + timedelta(hours=1)).timestamp())
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "x-ratelimit-limit": str(self.limit),
+            "x-ratelimit-remaining": str(self.remaining),
+            "x-ratelimit-used": str(self.limit - self.remaining),
+            "x-ratelimit-reset": str(self.reset),
+            "x-ratelimit-resource": "core",
+        }
+
+
+@dataclass
+class Failure:
+    """What the next requests to one path answer instead of the real thing."""
+
+    count: int
+    status: int = 0  # 0: answer normally, after the stall
+    retry_after: int | None = None
+    stall_seconds: float = 0.0
+    hang_up: bool = False  # close the connection without an answer
+
+
+#: The status logged for a request the fake hung up on.
+NO_ANSWER = 0
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]  # names in lower case
+    status: int
+    connection: int  # which accepted connection carried it (1, 2, ...)
+
+
+@dataclass
+class FakeGitHub:
+    """The state a test drives; :func:`serve` puts it behind a real socket."""
+
+    url: str = ""
+    tokens: dict[str, str] = field(default_factory=dict[str, str])  # token -> login
+    poll_interval: int | None = None
+    now: datetime = BASE_TIME
+    issues: dict[tuple[str, str, int], FakeIssue] = field(
+        default_factory=dict[tuple[str, str, int], FakeIssue]
+    )
+    comments: list[FakeComment] = field(default_factory=list[FakeComment])
+    requests: list[LoggedRequest] = field(default_factory=list[LoggedRequest])
+    budgets: dict[str, RateBudget] = field(default_factory=dict[str, RateBudget])
+    failures: dict[str, Failure] = field(default_factory=dict[str, Failure])
+    connections: int = 0
+    released: threading.Event = field(default_factory=threading.Event)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1001))
+
+    # -- what the test drives -------------------------------------------------
+
+    def advance(self, seconds: float) -> datetime:
+        """Move the fake's clock on; the next writes are stamped with it."""
+        with self.lock:
+            self.now += timedelta(seconds=seconds)
+            return self.now
+
+    def add_issue(
+        self,
+        repository: str,
+        number: int,
+        *,
+        title: str = "",
+        body: str = "",
+        login: str = "alice",
+        labels: tuple[str, ...] = (),
+        pull_request: bool = False,
+    ) -> FakeIssue:
+        owner, repo = repository.split("/")
+        issue = FakeIssue(
+            owner,
+            repo,
+            number,
+            title or f"item {number}",
+            body,
+            login,
+            list(labels),
+            pull_request=pull_request,
+            created_at=self.now,
+            updated_at=self.now,
+        )
+        with self.lock:
+            self.issues[(owner, repo, number)] = issue
+        return issue
+
+    def add_comment(
+        self, repository: str, number: int, body: str, *, login: str = "alice", bot: bool = False
+    ) -> FakeComment:
+        owner, repo = repository.split("/")
+        with self.lock:
+            if (owner, repo, number) not in self.issues:
+                raise KeyError(f"{repository}#{number} is not in the fake")
+            comment = FakeComment(
+                next(self._ids),
+                owner,
+                repo,
+                number,
+                login,
+                "Bot" if bot else "User",
+                body,
+                self.now,
+                self.now,
+            )
+            self.comments.append(comment)
+            return comment
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        with self.lock:
+            comment = next(c for c in self.comments if c.id == comment_id)
+            comment.body, comment.updated_at = body, self.now
+
+    def set_state(self, repository: str, number: int, state: str, *, merged: bool = False) -> None:
+        """Close or reopen an item; ``merged`` marks a pull request merged (and closed)."""
+        owner, repo = repository.split("/")
+        with self.lock:
+            issue = self.issues[(owner, repo, number)]
+            issue.state, issue.merged, issue.updated_at = state, merged, self.now
+
+    def set_budget(self, token: str, *, remaining: int, limit: int = 5000, reset: int = 0) -> None:
+        """The rate budget of ``token`` (``""``: unauthenticated requests)."""
+        with self.lock:
+            self.budgets[token] = RateBudget(limit, remaining, reset or RateBudget().reset)
+
+    def fail_next(
+        self,
+        path: str,
+        *,
+        count: int = 1,
+        status: int = 0,
+        retry_after: int | None = None,
+        stall_seconds: float = 0.0,
+        hang_up: bool = False,
+    ) -> None:
+        """The next ``count`` requests to ``path`` stall, then answer ``status`` (0: normally).
+
+        A stall of ``float("inf")`` waits until :attr:`released` is set or the fake
+        stops (at most ``MAX_STALL_SECONDS``); ``hang_up`` closes the connection
+        instead of answering.
+        """
+        with self.lock:
+            self.failures[path] = Failure(count, status, retry_after, stall_seconds, hang_up)
+
+    def logged(self, method: str = "", path: str = "") -> list[LoggedRequest]:
+        with self.lock:
+            return [
+                r
+                for r in self.requests
+                if (not method or r.method == method) and (not path or r.path == path)
+            ]
+
+    # -- what the handler asks ------------------------------------------------
+
+    def budget(self, token: str) -> RateBudget:
+        with self.lock:
+            return self.budgets.setdefault(token, RateBudget())
+
+    def take_failure(self, path: str) -> Failure | None:
+        with self.lock:
+            failure = self.failures.get(path)
+            if failure is None:
+                return None
+            failure.count -= 1
+            if failure.count <= 0:
+                del self.failures[path]
+            return failure
+
+    def open_connection(self) -> int:
+        with self.lock:
+            self.connections += 1
+            return self.connections
+
+
+def weak_etag(body: bytes) -> str:
+    return 'W/"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def etag_matches(header: str, etag: str) -> bool:
+    """The weak comparison of RFC 9110: ``W/`` ignored, ``*`` matches, a list is allowed."""
+    wanted = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in wanted or etag.removeprefix("W/") in wanted
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    payload: Any
+    headers: dict[str, str] = field(default_factory=dict[str, str])
+
+
+def not_found() -> Answer:
+    return Answer(404, {"message": "Not Found"})
+
+
+class Routes:
+    """The endpoints: each turns (fake, owner, repo, number, query, body) into an Answer."""
+
+    def __init__(self, fake: FakeGitHub, login: str) -> None:
+        self.fake = fake
+        self.login = login
+
+    def answer(self, method: str, path: str, query: dict[str, str], body: bytes) -> Answer:
+        parts = path.strip("/").split("/")
+        if len(parts) < 4 or parts[0] != "repos":
+            return not_found()
+        owner, repo, rest = parts[1], parts[2], parts[3:]
+        if method == "POST":
+            if rest[0] == "issues" and len(rest) == 3 and rest[2] == "comments":
+                return self.create_comment(owner, repo, rest[1], body)
+            return not_found()
+        if rest == ["issues"]:
+            return self.list_issues(owner, repo, query, path)
+        if rest == ["issues", "comments"]:
+            return self.list_comments(owner, repo, None, query, path)
+        if rest[0] == "issues" and len(rest) == 2:
+            return self.issue(owner, repo, rest[1], pull=False)
+        if rest[0] == "issues" and len(rest) == 3 and rest[2] == "comments":
+            if self.find(owner, repo, rest[1]) is None:
+                return not_found()
+            return self.list_comments(owner, repo, int(rest[1]), query, path)
+        if rest[0] == "pulls" and len(rest) == 2:
+            return self.issue(owner, repo, rest[1], pull=True)
+        return not_found()
+
+    def find(self, owner: str, repo: str, number: str) -> FakeIssue | None:
+        if not number.isdigit():
+            return None
+        return self.fake.issues.get((owner, repo, int(number)))
+
+    def issue(self, owner: str, repo: str, number: str, *, pull: bool) -> Answer:
+        issue = self.find(owner, repo, number)
+        if issue is None or (pull and not issue.pull_request):
+            return not_found()
+        api = self.fake.url
+        return Answer(200, issue.to_pull_json(api) if pull else issue.to_json(api))
+
+    def list_issues(self, owner: str, repo: str, query: dict[str, str], path: str) -> Answer:
+        state = query.get("state", "open")
+        wanted = {label for label in query.get("labels", "").split(",") if label}
+        since = parse_iso(query["since"]) if "since" in query else None
+        items = [
+            issue
+            for (o, r, _), issue in self.fake.issues.items()
+            if (o, r) == (owner, repo)
+            and (state == "all" or issue.state == state)
+            and wanted <= set(issue.labels)
+            and (since is None or issue.updated_at >= since)
+        ]
+        key = "updated_at" if query.get("sort") == "updated" else "created_at"
+        items.sort(key=lambda i: (getattr(i, key), i.number), reverse=_descending(query))
+        return self.page([i.to_json(self.fake.url) for i in items], query, path)
+
+    def list_comments(
+        self, owner: str, repo: str, number: int | None, query: dict[str, str], path: str
+    ) -> Answer:
+        since = parse_iso(query["since"]) if "since" in query else None
+        items = [
+            c
+            for c in self.fake.comments
+            if (c.owner, c.repo) == (owner, repo)
+            and (number is None or c.number == number)
+            and (since is None or c.updated_at >= since)
+        ]
+        if query.get("sort") in ("created", "updated"):
+            key = "updated_at" if query["sort"] == "updated" else "created_at"
+            descending = query.get("direction", "desc") == "desc"
+            items.sort(key=lambda c: (getattr(c, key), c.id), reverse=descending)
+        else:
+            items.sort(key=lambda c: c.id)  # the documented default: ascending id
+        return self.page([c.to_json(self.fake.url) for c in items], query, path)
+
+    def page(self, items: list[Any], query: dict[str, str], path: str) -> Answer:
+        per_page = min(max(int(query.get("per_page", DEFAULT_PER_PAGE)), 1), MAX_PER_PAGE)
+        number = max(int(query.get("page", 1)), 1)
+        last = max((len(items) + per_page - 1) // per_page, 1)
+        chunk = items[(number - 1) * per_page : number * per_page]
+        links: list[str] = []
+        for rel, target in (("prev", number - 1), ("next", number + 1), ("first", 1)):
+            if 1 <= target <= last and (rel != "first" or number > 1):
+                links.append(self.link(path, query, target, rel))
+        if number < last:
+            links.append(self.link(path, query, last, "last"))
+        return Answer(200, chunk, {"link": ", ".join(links)} if links else {})
+
+    def link(self, path: str, query: dict[str, str], page: int, rel: str) -> str:
+        target = urllib.parse.urlencode({**query, "page": str(page)})
+        return f'<{self.fake.url}{path}?{target}>; rel="{rel}"'
+
+    def create_comment(self, owner: str, repo: str, number: str, body: bytes) -> Answer:
+        issue = self.find(owner, repo, number)
+        if issue is None:
+            return not_found()
+        try:
+            text = json.loads(body or b"null")["body"]
+        except (ValueError, TypeError, KeyError):
+            text = None
+        if not isinstance(text, str):
+            return Answer(422, {"message": "Invalid request: body is required"})
+        comment = self.fake.add_comment(f"{owner}/{repo}", issue.number, text, login=self.login)
+        document = comment.to_json(self.fake.url)
+        return Answer(201, document, {"location": document["url"]})
+
+
+def _descending(query: dict[str, str]) -> bool:
+    return query.get("direction", "desc") == "desc"
+
+
+class FakeGitHubHandler(BaseHTTPRequestHandler):
+    """One connection: HTTP/1.1, kept alive, every request logged."""
+
+    protocol_version = "HTTP/1.1"
+    fake: FakeGitHub  # set on the subclass :func:`serve` makes
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection_number = self.fake.open_connection()
+
+    def do_GET(self) -> None:
+        self.serve_request("GET")
+
+    def do_POST(self) -> None:
+        self.serve_request("POST")
+
+    def serve_request(self, method: str) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        split = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        status, extra, data = self.respond(method, split.path, query, headers, body)
+        with self.fake.lock:
+            self.fake.requests.append(
+                LoggedRequest(method, split.path, query, headers, status, self.connection_number)
+            )
+        if status == NO_ANSWER:
+            self.close_connection = True
+            return
+        self.send(status, extra, data)
+
+    def respond(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        fake = self.fake
+        token = _bearer(headers.get("authorization", ""))
+        if fake.tokens and token not in fake.tokens:
+            return 401, {}, _json({"message": "Bad credentials"})
+        failure = fake.take_failure(path)
+        if failure is not None and failure.stall_seconds:
+            fake.released.wait(min(failure.stall_seconds, MAX_STALL_SECONDS))
+        if failure is not None and failure.hang_up:
+            return NO_ANSWER, {}, b""
+        budget = fake.budget(token)
+        if failure is not None and failure.status:
+            extra = budget.headers()
+            if failure.retry_after is not None:
+                extra["retry-after"] = str(failure.retry_after)
+            message = "You have exceeded a secondary rate limit."
+            return failure.status, extra, _json({"message": message})
+        if budget.remaining <= 0:
+            return 403, budget.headers(), _json({"message": "API rate limit exceeded"})
+        login = fake.tokens.get(token, "the-loop-bot")
+        with fake.lock:
+            answer = Routes(fake, login).answer(method, path, query, body)
+            data = _json(answer.payload)
+            extra = dict(answer.headers)
+            status = answer.status
+            if method == "GET" and status == 200:
+                extra["etag"] = weak_etag(data)
+                if etag_matches(headers.get("if-none-match", ""), extra["etag"]):
+                    status, data = 304, b""
+            if status != 304 or not token:  # only an authorized 304 is free
+                budget.remaining -= 1
+            return status, {**extra, **budget.headers(), **self.poll_headers()}, data
+
+    def poll_headers(self) -> dict[str, str]:
+        interval = self.fake.poll_interval
+        return {} if interval is None else {"x-poll-interval": str(interval)}
+
+    def send(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            if status != 304:
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            self.close_connection = True  # the client gave up (a stalled request)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the request log is :attr:`FakeGitHub.requests`."""
+
+
+def _bearer(header: str) -> str:
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() in ("bearer", "token") else ""
+
+
+def _json(payload: Any) -> bytes:
+    return json.dumps(payload, sort_keys=True).encode("utf-8")
+
+
+@contextlib.contextmanager
+def serve(fake: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
+    """Run ``fake`` (or a new one) on 127.0.0.1 at a free port; stop it on exit."""
+    fake = fake or FakeGitHub()
+    handler = type("BoundHandler", (FakeGitHubHandler,), {"fake": fake})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.released.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
