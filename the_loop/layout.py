@@ -20,6 +20,7 @@ LOCKS_DIR = "locks"
 EVENT_LOG = "logs/events.jsonl"
 WEBHOOK_PIDFILE = "gh-webhook.pid"
 POLL_PIDFILE = "poll.pid"
+ETAG_CACHE_FILE = "poll-etags.json"
 LEGACY_DIR = "sessions"
 
 
@@ -171,6 +172,13 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         False,
         "that item's session handles on this machine",
         "tmux targets, checkouts and harness ids only make sense on this machine",
+    ),
+    GeneratedPath(
+        "ETag cache",
+        "local/poll-etags.json",
+        False,
+        "the ETag, next page and (when kept) body of each GitHub page read, per token fingerprint",
+        "lets an unchanged page cost a free 304; a token's fingerprint is a hash, never the token",
     ),
     GeneratedPath(
         "event log",
