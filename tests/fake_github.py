@@ -327,6 +327,13 @@ class Routes:
         self.login = login
 
     def answer(self, method: str, path: str, query: dict[str, str], body: bytes) -> Answer:
+        """The endpoint's answer; a malformed ``since``, ``page`` or ``per_page`` is a 422."""
+        try:
+            return self.route(method, path, query, body)
+        except ValueError as error:
+            return Answer(422, {"message": f"Validation Failed: {error}"})
+
+    def route(self, method: str, path: str, query: dict[str, str], body: bytes) -> Answer:
         parts = path.strip("/").split("/")
         if len(parts) < 4 or parts[0] != "repos":
             return not_found()

@@ -210,3 +210,8 @@ def test_the_request_log_records_method_path_query_headers_and_status(github: Fa
     )
     assert first.headers["authorization"] == f"Bearer {TOKEN}"
     assert second.status == 404 and github.connections == 2
+
+
+def test_a_malformed_query_value_is_a_422_not_a_dropped_connection(github: FakeGitHub) -> None:
+    assert ask(github, "/repos/octo/app/issues/comments?since=yesterday")[0] == 422
+    assert ask(github, "/repos/octo/app/issues?per_page=many")[0] == 422
