@@ -201,6 +201,12 @@ def test_a_hung_endpoint_is_cut_off_by_the_clients_timeout(github: FakeGitHub) -
         assert client.get("/repos/octo/app/issues/15").status == 200  # a new connection works
 
 
+def test_a_slow_answer_within_the_timeout_is_waited_for(github: FakeGitHub) -> None:
+    github.fail_next(COMMENTS, stall_seconds=0.2)
+    with GitHubClient(github.url, TOKEN, timeout=10) as client:
+        assert client.get(COMMENTS).status == 200
+
+
 def test_several_requests_share_one_kept_alive_connection(
     github: FakeGitHub, client: GitHubClient
 ) -> None:
