@@ -11,8 +11,10 @@ import pytest
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item, tmux_names
+from the_loop.commands.sessions.release import clean_up
 from the_loop.config import Config
 from the_loop.dispatch.factory import build_dispatcher
+from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
 from the_loop.eventlog import EventLog, read_events
 from the_loop.portable.control import CLEANUP, STOP, ControlStore
@@ -37,6 +39,10 @@ class Stores:
         self.registry = SessionRegistry(state / "local", events=self.events)
         self.store = WorkItemStore(state / "portable")
         self.control = ControlStore(state / "portable", store=self.store, events=self.events)
+
+    def tmux_name(self, ref: WorkItemRef) -> str:
+        """The name the dispatcher gives ``ref``: ``loop-<its record file's stem>``."""
+        return tmux_session_name(self.registry.path_for(ref).stem)
 
     def event_names(self) -> list[str]:
         if not self.events_path.exists():
@@ -98,6 +104,7 @@ def test_cleanup_ends_pr_sessions_first_then_removes_the_checkout_record_and_arm
         source="cli",
         events=stores.events,
         control=stores.control,
+        tmux_name=stores.tmux_name,
     )
 
     assert fakes.ended == [PR_TARGET, ITEM_TARGET]
@@ -138,7 +145,11 @@ def test_the_record_is_closed_before_it_is_forgotten(stores: Stores) -> None:
 def test_with_no_record_the_tmux_session_is_located_from_the_ref_alone(stores: Stores) -> None:
     fakes = FakeProcesses(checkouts=[])
     outcome = cleanup_work_item(
-        REF, registry=stores.registry, end_session=fakes.end_session, control=stores.control
+        REF,
+        registry=stores.registry,
+        end_session=fakes.end_session,
+        control=stores.control,
+        tmux_name=stores.tmux_name,
     )
     assert fakes.ended == [ITEM_TARGET]
     assert outcome.tmux_killed == (ITEM_TARGET,)
@@ -155,7 +166,9 @@ def test_a_colliding_ref_is_located_under_its_disambiguated_tmux_name(stores: St
     expected = f"loop-{second.disambiguated_slug}"
 
     fakes = FakeProcesses(checkouts=[])
-    outcome = cleanup_work_item(second, registry=stores.registry, end_session=fakes.end_session)
+    outcome = cleanup_work_item(
+        second, registry=stores.registry, end_session=fakes.end_session, tmux_name=stores.tmux_name
+    )
 
     assert fakes.ended == [expected]
     assert outcome.tmux_killed == (expected,)
@@ -176,6 +189,7 @@ def test_every_failure_is_collected_and_the_other_steps_go_on(stores: Stores) ->
         remove_checkout=broken_checkout,
         control=stores.control,
         events=stores.events,
+        tmux_name=stores.tmux_name,
     )
 
     assert fakes.ended == [PR_TARGET, ITEM_TARGET]
@@ -230,6 +244,7 @@ def test_a_dry_run_changes_nothing_and_emits_nothing(stores: Stores) -> None:
         control=stores.control,
         events=stores.events,
         find_checkouts=lambda ref: [f"/root/{ref.slug}"],
+        tmux_name=stores.tmux_name,
     )
 
     assert outcome.dry_run is True
@@ -268,11 +283,27 @@ def test_tmux_names_list_pr_targets_then_the_item_then_the_derived_name_once() -
     record = Session(REF, "command", "id", tmux_target="loop-custom").with_endpoint(
         Session(PR, "command", "pr", tmux_target=PR_TARGET)
     )
-    assert tmux_names(REF, record) == [PR_TARGET, "loop-custom", ITEM_TARGET]
-    assert tmux_names(REF, None) == [ITEM_TARGET]
+    assert tmux_names(record, derived=ITEM_TARGET) == [PR_TARGET, "loop-custom", ITEM_TARGET]
+    assert tmux_names(record, derived="loop-custom") == [PR_TARGET, "loop-custom"]
+    assert tmux_names(None, derived=ITEM_TARGET) == [ITEM_TARGET]
+    assert tmux_names(None) == []
 
 
-def test_the_dispatcher_cleans_up_a_work_item_with_no_record_at_all(
+def test_without_a_tmux_naming_only_the_sessions_the_record_names_are_ended(
+    stores: Stores,
+) -> None:
+    register_with_pr(stores)
+    fakes = FakeProcesses(checkouts=[])
+    outcome = cleanup_work_item(REF, registry=stores.registry, end_session=fakes.end_session)
+    assert fakes.ended == [PR_TARGET, ITEM_TARGET]
+    stores.registry.register(Session(REF, "command", "no-tmux-id"))
+    fakes.ended.clear()
+    cleanup_work_item(REF, registry=stores.registry, end_session=fakes.end_session)
+    assert fakes.ended == []
+    assert outcome.record_removed is True
+
+
+def test_the_cleanup_command_cleans_up_a_work_item_with_no_record_at_all(
     tmp_path: Path,
     tmux_socket: str,  # noqa: F811 - the imported fixture
     stores: Stores,
@@ -301,7 +332,7 @@ def test_the_dispatcher_cleans_up_a_work_item_with_no_record_at_all(
     assert wait_until(lambda: "agent" in dispatcher.tmux.capture(ITEM_TARGET))
     assert stores.registry.forget(REF) is True
 
-    outcome = dispatcher.cleanup_work_item(REF, actor="alice")
+    outcome = clean_up(dispatcher, REF, actor="alice")
 
     assert outcome.errors == ()
     assert outcome.tmux_killed == (ITEM_TARGET,)

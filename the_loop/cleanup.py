@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
 from the_loop.portable.control import CLEANUP, SOURCES
 from the_loop.ref import WorkItemRef
@@ -29,6 +28,8 @@ EndSession = Callable[[str], bool]
 RemoveCheckout = Callable[[WorkItemRef], list[str]]
 #: Finds the checkout(s) a removal would take (used by a dry run only).
 FindCheckouts = Callable[[WorkItemRef], list[str]]
+#: The tmux session name the dispatcher gives a work item (found from the ref alone).
+TmuxNameOf = Callable[[WorkItemRef], str]
 
 _T = TypeVar("_T")
 
@@ -61,14 +62,14 @@ class CleanupOutcome:
         }
 
 
-def tmux_names(ref: WorkItemRef, record: Session | None, *, record_stem: str = "") -> list[str]:
-    """The tmux sessions to end: each PR endpoint's target, then the item's, then the name
-    derived from the ref alone (``loop-<record file stem>``, default ``loop-<slug>``)."""
+def tmux_names(record: Session | None, *, derived: str = "") -> list[str]:
+    """The tmux sessions to end: each PR endpoint's target, then the item's, then
+    ``derived`` (the name found from the ref alone, when given), each once."""
     names: list[str] = []
     if record is not None:
         names += [pr.tmux_target for pr in record.pull_requests if pr.tmux_target]
         names += [record.tmux_target] if record.tmux_target else []
-    names.append(tmux_session_name(record_stem or ref.slug))
+    names += [derived] if derived else []
     return list(dict.fromkeys(names))
 
 
@@ -84,11 +85,13 @@ def cleanup_work_item(
     events: EventLog | None = None,
     control: ControlStore | None = None,
     find_checkouts: FindCheckouts | None = None,
+    tmux_name: TmuxNameOf | None = None,
 ) -> CleanupOutcome:
     """End every tmux session, remove the checkout(s), close and forget the record, record
     ``cleanup`` in ``control`` and emit ``session.cleaned``, in that order.
 
-    Every ``OSError``/``TheLoopError`` becomes an entry in ``errors`` and the other steps
+    ``tmux_name`` adds the session a record no longer names (none without it). Every
+    ``OSError``/``TheLoopError`` becomes an entry in ``errors`` and the other steps
     go on. A dry run changes nothing and emits nothing: it reports the tmux names it would
     end, the checkouts ``find_checkouts`` finds, and what else it would do.
     """
@@ -96,7 +99,7 @@ def cleanup_work_item(
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; expected cli or comment")
     record = registry.find_by_work_item(ref, include_closed=True)
-    names = tmux_names(ref, record, record_stem=registry.path_for(ref).stem)
+    names = tmux_names(record, derived=tmux_name(ref) if tmux_name is not None else "")
     if dry_run:
         return _planned(ref, registry, names, control, find_checkouts)
     errors: list[str] = []

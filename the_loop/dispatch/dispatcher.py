@@ -2,8 +2,8 @@
 
 It composes the stores (session registry, control store) with the process layer
 (tmux, git checkouts, harness adapters). ``close_session`` is the one close path
-shared by ``stop``, ``close`` and ``reset``; ``cleanup_work_item`` the unconditional
-release. See ``dispatcher.md``.
+shared by ``stop``, ``close`` and ``reset``; ``teardown`` lends the cleanup command
+its callables (the command calls the cleanup domain). See ``dispatcher.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from the_loop.cleanup import CleanupOutcome, cleanup_work_item
 from the_loop.dispatch.settings import DispatchSettings
 from the_loop.dispatch.teardown import STEP_ERRORS, SessionCloseError, Teardown
 from the_loop.dispatch.tmux import tmux_session_name
@@ -81,7 +80,7 @@ class _Spawning:
 
 
 class Dispatcher:
-    """Spawns, resumes, closes and cleans up sessions; every collaborator is injected.
+    """Spawns, resumes and closes sessions; every collaborator is injected.
 
     Failures raise :class:`TheLoopError` (exit 1) with the sentence the operator reads.
     Warnings (e.g. an unreadable work-item state file) go to ``on_warning``.
@@ -237,7 +236,7 @@ class Dispatcher:
         self.tmux.spawn(record.tmux_target, cwd, argv)
         self._emit_spawned(record, resumed=True, actor=actor)
 
-    # -- close and cleanup -----------------------------------------------------------
+    # -- close ---------------------------------------------------------------------
 
     def close_session(
         self, session: Session, reason: str = "", *, keep_tmux: bool | None = None
@@ -247,23 +246,6 @@ class Dispatcher:
         checkout(s) unless configured to keep them. True exactly when a checkout was
         removed; failures raise :class:`SessionCloseError` after the record is closed."""
         return self.teardown.close(session, reason, keep_tmux=keep_tmux)
-
-    def cleanup_work_item(
-        self, ref: WorkItemRef, *, actor: str = "", source: str = "cli"
-    ) -> CleanupOutcome:
-        """Release every local resource of ``ref`` whatever the retention settings say
-        (see :func:`the_loop.cleanup.cleanup_work_item`); works with no record at all."""
-        return cleanup_work_item(
-            ref,
-            registry=self.registry,
-            end_session=self.teardown.end_tmux_session,
-            remove_checkout=self.teardown.remove_checkouts_of,
-            actor=actor,
-            source=source,
-            events=self.events,
-            control=self.control_store,
-            find_checkouts=self.teardown.existing_checkouts_of,
-        )
 
     def checkout_paths(self, ref: WorkItemRef, record: Session | None = None) -> list[Path]:
         """The checkouts a close of ``record`` removes (see :meth:`Teardown.checkout_paths`)."""

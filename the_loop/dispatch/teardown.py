@@ -2,7 +2,8 @@
 
 :class:`Teardown` ends every endpoint's tmux session and removes the work item's
 checkout(s), only ever inside the workspace root. The :class:`Dispatcher` owns one
-and exposes it as ``close_session`` and ``cleanup_work_item``.
+and exposes it as ``close_session``; the cleanup command passes its callables to the
+cleanup domain.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ best-effort. Everything that touches tmux or git goes through the dispatcher.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from the_loop.commands.common import (
     work_item_parent,
 )
 from the_loop.commands.sessions.comments import comment_parent, post_keyword
+from the_loop.commands.sessions.release import clean_up, planned_cleanup
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
 from the_loop.portable.control import PAUSE, RESUME, START, STOP
@@ -250,34 +250,14 @@ def run_cleanup(args: argparse.Namespace) -> int:
     stores = open_stores(context)
     dispatcher = open_dispatcher(context, stores)
     if args.dry_run:
-        outcome = _planned_cleanup(dispatcher, stores, ref)
+        outcome = planned_cleanup(dispatcher, ref)
     else:
-        outcome = dispatcher.cleanup_work_item(ref, actor=context.actor, source="cli")
+        outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
     if args.format == FORMAT_JSON:
         print_json(outcome.to_dict())
     else:
         _print_cleanup(outcome)
     return EXIT_FAILED if outcome.errors else EXIT_OK
-
-
-def _planned_cleanup(dispatcher: Dispatcher, stores: Stores, ref: WorkItemRef) -> CleanupOutcome:
-    """What a cleanup would release: running tmux sessions, existing checkouts, the record."""
-    from the_loop.cleanup import cleanup_work_item
-
-    record = stores.registry.find_by_work_item(ref, include_closed=True)
-
-    def existing_checkouts(item: WorkItemRef) -> list[str]:
-        return [str(path) for path in dispatcher.checkout_paths(item, record) if path.exists()]
-
-    plan = cleanup_work_item(
-        ref,
-        registry=stores.registry,
-        dry_run=True,
-        control=stores.control,
-        find_checkouts=existing_checkouts,
-    )
-    running = tuple(name for name in plan.tmux_killed if dispatcher.tmux.liveness(name) != "absent")
-    return replace(plan, tmux_killed=running)
 
 
 def _print_cleanup(outcome: CleanupOutcome) -> None:

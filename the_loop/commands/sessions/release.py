@@ -1,0 +1,49 @@
+"""The cleanup verb wired to one dispatcher: the command layer's call of the cleanup domain.
+
+The dispatcher lends its teardown (end a tmux session, find and remove checkouts) and
+its tmux naming; :func:`the_loop.cleanup.cleanup_work_item` decides what to release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from the_loop.cleanup import CleanupOutcome, cleanup_work_item
+
+if TYPE_CHECKING:
+    from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.ref import WorkItemRef
+
+
+def clean_up(
+    dispatcher: Dispatcher, ref: WorkItemRef, *, actor: str = "", source: str = "cli"
+) -> CleanupOutcome:
+    """Release every local resource of ``ref`` whatever the retention settings say;
+    works with no record at all (the tmux name is found from the ref alone)."""
+    teardown = dispatcher.teardown
+    return cleanup_work_item(
+        ref,
+        registry=dispatcher.registry,
+        end_session=teardown.end_tmux_session,
+        remove_checkout=teardown.remove_checkouts_of,
+        actor=actor,
+        source=source,
+        events=dispatcher.events,
+        control=dispatcher.control_store,
+        tmux_name=dispatcher.tmux_target_for,
+    )
+
+
+def planned_cleanup(dispatcher: Dispatcher, ref: WorkItemRef) -> CleanupOutcome:
+    """What a cleanup would release: running tmux sessions, existing checkouts, the record."""
+    plan = cleanup_work_item(
+        ref,
+        registry=dispatcher.registry,
+        dry_run=True,
+        control=dispatcher.control_store,
+        find_checkouts=dispatcher.teardown.existing_checkouts_of,
+        tmux_name=dispatcher.tmux_target_for,
+    )
+    running = tuple(name for name in plan.tmux_killed if dispatcher.tmux.liveness(name) != "absent")
+    return replace(plan, tmux_killed=running)
