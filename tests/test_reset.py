@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from the_loop.commands.sessions.reset import HarnessStillRunning
+from the_loop.dispatch.teardown import SessionCloseError
+from the_loop.errors import CloseIncomplete, TheLoopError
 from the_loop.eventlog import EventLog, read_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.layout import StateLayout, legacy_layout
@@ -357,17 +360,34 @@ def test_items_only_in_the_legacy_tree_are_enumerated_until_sealed(root: Root) -
     assert work_items_with_state(root.registry, root.store) == []
 
 
-class CheckoutGoneThenFailed(Exception):
-    checkout_removed = True
-
-
 def test_a_close_that_fails_after_removing_the_checkout_still_reports_it(root: Root) -> None:
     """R5.4: the removed checkout is an irreversible fact, reported even when the close
-    failed later (SessionCloseError carries checkout_removed)."""
+    failed later (CloseIncomplete carries checkout_removed)."""
     root.session(ITEM)
-    outcome = root.reset(ITEM, close=FakeClose(root.registry, error=CheckoutGoneThenFailed("x")))
+    failed = CloseIncomplete("x", checkout_removed=True)
+    outcome = root.reset(ITEM, close=FakeClose(root.registry, error=failed))
     assert outcome.removed == (WORKSPACE, SESSION)
     assert outcome.errors == ("could not end the session: x",) and not outcome.ended
+
+
+def test_only_the_declared_close_failure_can_report_a_removed_checkout(root: Root) -> None:
+    """An error that merely has a ``checkout_removed`` attribute is not the contract."""
+
+    class LooksAlike(Exception):
+        checkout_removed = True
+
+    root.session(ITEM)
+    outcome = root.reset(ITEM, close=FakeClose(root.registry, error=LooksAlike("x")))
+    assert outcome.removed == (SESSION,)
+
+
+def test_the_teardown_and_the_reset_command_fail_a_close_with_the_one_declared_type() -> None:
+    session = Session(work_item=ITEM, harness="claude", harness_session_id="s")
+    still_running = HarnessStillRunning(session, ["loop-x"], checkout_removed=True)
+    close_failed = SessionCloseError("closed, but tmux failed", checkout_removed=False)
+    assert isinstance(still_running, CloseIncomplete) and still_running.checkout_removed
+    assert isinstance(close_failed, CloseIncomplete) and not close_failed.checkout_removed
+    assert isinstance(close_failed, TheLoopError)
 
 
 def test_a_closed_record_whose_harness_still_runs_is_ended_first(root: Root) -> None:

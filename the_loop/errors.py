@@ -27,6 +27,17 @@ class UsageError(TheLoopError):
         super().__init__(message, exit_code=EXIT_USAGE)
 
 
+class CloseIncomplete(TheLoopError):
+    """A session close that failed part-way: the contract between a close path and reset.
+
+    ``checkout_removed`` says whether a workspace checkout was removed before the failure.
+    """
+
+    def __init__(self, message: str, *, checkout_removed: bool) -> None:
+        super().__init__(message)
+        self.checkout_removed = checkout_removed
+
+
 def describe_error(error: BaseException) -> str:
     """The sentence for an error: an ``OSError`` as ``<reason> (<file>)``, else its message."""
     if isinstance(error, OSError) and error.strerror:

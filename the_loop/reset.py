@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from the_loop.errors import TheLoopError, describe_error
+from the_loop.errors import CloseIncomplete, TheLoopError, describe_error
 from the_loop.eventlog import EventLog
 from the_loop.fsio import DirectorySyncs
 from the_loop.portable.store import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
@@ -31,6 +31,7 @@ RESET_SECTIONS = (CONTROL, POLL, PULL_REQUESTS, CHANNELS)
 PIECES = (WORKSPACE, SESSION, *RESET_SECTIONS, RECORD)
 
 #: Ends a live session; returns True exactly when a workspace checkout was removed.
+#: A close that fails part-way raises :class:`CloseIncomplete` saying whether it removed one.
 CloseSession = Callable[[Session], bool]
 #: Whether a session whose record says closed still has a running harness.
 StillRunning = Callable[[Session], bool]
@@ -89,7 +90,7 @@ def _end_session(session: Session, close: CloseSession, progress: _Progress) -> 
     except Exception as error:  # a raising close is reported; the records still go
         progress.errors.append(f"could not end the session: {describe_error(error)}")
         # A close that failed part-way may still have removed a checkout: say so.
-        if getattr(error, "checkout_removed", False) is True:
+        if isinstance(error, CloseIncomplete) and error.checkout_removed:
             progress.removed.append(WORKSPACE)
         return
     progress.ended = True

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from the_loop.errors import TheLoopError
+from the_loop.errors import CloseIncomplete, TheLoopError
 
 if TYPE_CHECKING:
     from the_loop.dispatch.settings import DispatchSettings
@@ -28,13 +28,9 @@ if TYPE_CHECKING:
 STEP_ERRORS = (TheLoopError, OSError, ValueError)
 
 
-class SessionCloseError(TheLoopError):
+class SessionCloseError(CloseIncomplete):
     """``close_session`` failed after the record was closed; ``checkout_removed`` still
     says whether a checkout was removed before the failure."""
-
-    def __init__(self, message: str, *, checkout_removed: bool) -> None:
-        super().__init__(message)
-        self.checkout_removed = checkout_removed
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import FORMAT_JSON, FORMAT_TEXT, format_parent, work_item_type
-from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, describe_error
+from the_loop.errors import EXIT_FAILED, EXIT_OK, CloseIncomplete, TheLoopError, describe_error
 
 if TYPE_CHECKING:
     from the_loop.commands.common import Context
@@ -86,7 +86,7 @@ class LazyClose:
         return removed
 
 
-class HarnessStillRunning(TheLoopError):
+class HarnessStillRunning(CloseIncomplete):
     """The close path left an agent running (``killHarnessOnClose`` is false).
 
     ``checkout_removed`` says whether the close removed a checkout all the same.
@@ -96,9 +96,9 @@ class HarnessStillRunning(TheLoopError):
         super().__init__(
             f"the agent still runs in tmux {', '.join(targets)} "
             "(routing.tmux.killHarnessOnClose is false); "
-            f"`the-loop sessions cleanup --work-item {session.ref}` ends it"
+            f"`the-loop sessions cleanup --work-item {session.ref}` ends it",
+            checkout_removed=checkout_removed,
         )
-        self.checkout_removed = checkout_removed
 
 
 def _unique(refs: list[WorkItemRef]) -> list[WorkItemRef]:
