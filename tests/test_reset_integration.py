@@ -472,3 +472,30 @@ def test_a_failing_directory_sync_is_reported(
     assert "error: could not make the removals durable: Input/output error" in (
         capsys.readouterr().err
     )
+
+
+def test_one_reset_builds_one_tmux_runner_for_the_liveness_check_and_the_close(
+    machine: Machine, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Given a closed record naming a tmux session and a live session
+    When I reset both  Then the tmux settings are read into one runner, once."""
+    from the_loop.dispatch.tmux import TmuxRunner
+
+    built: list[TmuxRunner] = []
+    real = TmuxRunner.from_config
+
+    def counting(config: Any) -> TmuxRunner:
+        built.append(real(config))
+        return built[-1]
+
+    monkeypatch.setattr(TmuxRunner, "from_config", counting)
+    machine.registry.register(
+        Session(work_item=ITEM, harness="claude", harness_session_id="s", tmux_target="loop-x")
+    )
+    machine.registry.close(ITEM)
+    machine.session(OTHER, "active")
+
+    machine.run("--work-item", ITEM.ref, "--work-item", OTHER.ref)
+
+    assert "cannot end live sessions" in capsys.readouterr().err
+    assert len(built) == 1

@@ -14,6 +14,7 @@ from the_loop.sessions.registry import SessionRegistry
 
 if TYPE_CHECKING:
     from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.dispatch.factory import Adapters
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,11 @@ def open_stores(context: Context, *, source: str = "sessions") -> Stores:
     return Stores(layout=layout, registry=registry, store=store, control=control, events=events)
 
 
-def open_dispatcher(context: Context, stores: Stores) -> Dispatcher:
-    """The dispatcher of this invocation, built from the config and the open stores.
+def open_dispatcher(
+    context: Context, stores: Stores, adapters: Adapters | None = None
+) -> Dispatcher:
+    """The dispatcher of this invocation, built from the config and the open stores
+    (and the tmux runner and workspace of ``adapters`` when the command built them).
 
     Raises ``TheLoopError`` with a sentence when it cannot be built.
     """
@@ -57,4 +61,5 @@ def open_dispatcher(context: Context, stores: Stores) -> Dispatcher:
         control_store=stores.control,
         events=stores.events,
         portable=stores.store,
+        adapters=adapters,
     )

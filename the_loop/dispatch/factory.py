@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from the_loop.dispatch.dispatcher import Dispatcher
@@ -20,6 +21,26 @@ if TYPE_CHECKING:
     from the_loop.sessions.registry import SessionRegistry
 
 
+class Adapters:
+    """The tmux runner and the workspace of one invocation, each built on first use, once.
+
+    A command that needs them before (or without) a dispatcher reads them here and
+    passes the same object to :func:`build_dispatcher`. ``ValueError`` for a refused
+    setting (not cached: the next use raises it again).
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    @cached_property
+    def tmux(self) -> TmuxRunner:
+        return TmuxRunner.from_config(self.config)
+
+    @cached_property
+    def workspace(self) -> Workspace:
+        return Workspace.from_config(self.config)
+
+
 def build_dispatcher(
     config: Config,
     *,
@@ -28,15 +49,18 @@ def build_dispatcher(
     events: EventLog | None,
     portable: WorkItemStore | None = None,
     on_warning: Callable[[str], None] | None = None,
+    adapters: Adapters | None = None,
 ) -> Dispatcher:
-    """The dispatcher of ``config``: tmux runner, workspace and harnesses from ``routing.*``.
+    """The dispatcher of ``config``: tmux runner, workspace and harnesses from ``routing.*``
+    (the runner and workspace of ``adapters`` when given).
 
     Raises :class:`TheLoopError` with a sentence when it cannot be built: a setting
     is refused, the tmux binary is missing, or workspaces are on and git is missing.
     """
+    built = adapters if adapters is not None else Adapters(config)
     try:
-        tmux = TmuxRunner.from_config(config)
-        workspace = Workspace.from_config(config)
+        tmux = built.tmux
+        workspace = built.workspace
         harnesses = harnesses_from_config(config)
         dispatcher = Dispatcher(
             config,

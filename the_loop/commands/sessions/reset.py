@@ -19,8 +19,8 @@ from the_loop.errors import EXIT_FAILED, EXIT_OK, CloseIncomplete, TheLoopError,
 if TYPE_CHECKING:
     from the_loop.commands.common import Context
     from the_loop.commands.stores import Stores
-    from the_loop.config import Config
     from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.dispatch.factory import Adapters
     from the_loop.ref import WorkItemRef
     from the_loop.reset import ResetOutcome
     from the_loop.sessions.session import Session
@@ -149,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, context: Context, stores: Stores) -> int:
     from the_loop.commands.sessions.reset_report import render
+    from the_loop.dispatch.factory import Adapters
 
     warnings = warnings_for(context)
     for warning in warnings:
@@ -160,8 +161,9 @@ def _run(args: argparse.Namespace, context: Context, stores: Stores) -> int:
         if as_json:
             render([], {}, warnings, dry_run=args.dry_run, as_json=True)
         return EXIT_FAILED
-    outcomes, problems = _reset_all(args, context, stores, items, warnings)
-    previews = _checkout_previews(context.config, stores, outcomes) if args.dry_run else {}
+    adapters = Adapters(context.config)  # one tmux runner and workspace, built on first use
+    outcomes, problems = _reset_all(args, context, stores, adapters, items, warnings)
+    previews = _checkout_previews(context, stores, adapters, outcomes) if args.dry_run else {}
     render(outcomes, previews, warnings, dry_run=args.dry_run, as_json=as_json)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
@@ -181,6 +183,7 @@ def _reset_all(
     args: argparse.Namespace,
     context: Context,
     stores: Stores,
+    adapters: Adapters,
     items: list[WorkItemRef],
     warnings: list[str],
 ) -> tuple[list[ResetOutcome], list[str]]:
@@ -198,9 +201,9 @@ def _reset_all(
         warnings.append(warning)
         print(f"warning: {warning}", file=sys.stderr)
 
-    build = partial(open_dispatcher, context, stores)
+    build = partial(open_dispatcher, context, stores, adapters)
     close = None if args.dry_run else LazyClose(build, unavailable)
-    running = RunningHarnesses(context.config)
+    running = RunningHarnesses(adapters)
     actor = context.actor  # looked up once: it reads the password database
     syncs = DirectorySyncs()
     outcomes: list[ResetOutcome] = []
@@ -233,8 +236,8 @@ def _reset_all(
 class RunningHarnesses:
     """Whether a closed record's harness still runs in tmux (one tmux call, made lazily)."""
 
-    def __init__(self, config: Config) -> None:
-        self._config = config
+    def __init__(self, adapters: Adapters) -> None:
+        self._adapters = adapters
         self._live: set[str] | None = None
         self._asked = False
 
@@ -243,24 +246,23 @@ class RunningHarnesses:
         if not targets:
             return False
         if not self._asked:
-            from the_loop.dispatch.tmux import TmuxRunner
-
             self._asked = True
-            self._live = TmuxRunner.from_config(self._config).live_sessions()
+            self._live = self._adapters.tmux.live_sessions()
         return bool(self._live and targets & self._live)
 
 
 def _checkout_previews(
-    config: Config, stores: Stores, outcomes: list[ResetOutcome]
+    context: Context, stores: Stores, adapters: Adapters, outcomes: list[ResetOutcome]
 ) -> dict[str, str]:
     """For each live item on a dry run: what removing its checkout would lose."""
+    from the_loop.dispatch.settings import DispatchSettings
+
     live = [outcome for outcome in outcomes if outcome.was_live]
-    if not live or config.get_bool("routing.workspace.keepCheckoutOnClose", False):
+    if not live or DispatchSettings.from_config(context.config).keep_checkout_on_close:
         return {}
     from the_loop.commands.sessions.reset_report import describe_checkout
-    from the_loop.dispatch.workspace import Workspace
 
-    workspace = Workspace.from_config(config)
+    workspace = adapters.workspace
     previews: dict[str, str] = {}
     for outcome in live:
         session = stores.registry.find_by_work_item(outcome.ref, include_closed=True)
