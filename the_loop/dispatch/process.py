@@ -17,6 +17,9 @@ from the_loop.errors import TheLoopError
 
 #: How much of a command's stderr an error message keeps (its tail).
 STDERR_LIMIT = 2000
+#: ``routing.dispatchTimeoutSeconds``: the bound on every tmux and git call.
+TIMEOUT_KEY = "routing.dispatchTimeoutSeconds"
+DEFAULT_TIMEOUT_SECONDS = 1800.0
 
 
 class DispatchError(TheLoopError):

@@ -16,7 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from the_loop.dispatch.process import DispatchError, Runner, describe, run, trim
+from the_loop.dispatch.process import (
+    DEFAULT_TIMEOUT_SECONDS,
+    TIMEOUT_KEY,
+    DispatchError,
+    Runner,
+    describe,
+    run,
+    trim,
+)
 
 if TYPE_CHECKING:
     import subprocess
@@ -64,7 +72,7 @@ class TmuxRunner:
         self,
         binary: str = "tmux",
         socket: str = "",
-        timeout: float = 1800.0,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
         *,
         run: Runner = run,
         clock: Callable[[], float] = time.monotonic,
@@ -89,7 +97,7 @@ class TmuxRunner:
         return cls(
             binary=config.get_str("routing.tmux.binary", "tmux") or "tmux",
             socket=config.get_str("routing.tmux.socket", ""),
-            timeout=config.get_float("routing.dispatchTimeoutSeconds", 1800.0),
+            timeout=config.get_float(TIMEOUT_KEY, DEFAULT_TIMEOUT_SECONDS),
         )
 
     def command(self, *args: str) -> list[str]:

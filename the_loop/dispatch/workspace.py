@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from the_loop.dispatch.process import DispatchError, Runner, run
+from the_loop.dispatch.process import (
+    DEFAULT_TIMEOUT_SECONDS,
+    TIMEOUT_KEY,
+    DispatchError,
+    Runner,
+    run,
+)
 from the_loop.fsio import locked
 
 if TYPE_CHECKING:
@@ -84,7 +90,7 @@ class Workspace:
         clone_protocol: str = "https",
         default_host: str = "github.com",
         repositories: Mapping[str, str] | None = None,
-        timeout: float = 1800.0,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
         run: Runner = run,
     ) -> None:
         if strategy not in STRATEGIES:
@@ -116,7 +122,7 @@ class Workspace:
             clone_protocol=config.get_str("routing.workspace.cloneProtocol", "https"),
             default_host=config.get_str("routing.workspace.defaultHost", "github.com"),
             repositories=config.get_str_map("routing.workspace.repositories"),
-            timeout=config.get_float("routing.dispatchTimeoutSeconds", 1800.0),
+            timeout=config.get_float(TIMEOUT_KEY, DEFAULT_TIMEOUT_SECONDS),
         )
 
     @property

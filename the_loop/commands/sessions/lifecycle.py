@@ -33,6 +33,7 @@ from the_loop.sessions.session import Session
 if TYPE_CHECKING:
     from the_loop.cleanup import CleanupOutcome
     from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.dispatch.settings import DispatchSettings
 
 HARNESSES = ("claude", "cursor", "command")
 
@@ -111,7 +112,7 @@ def run_close(args: argparse.Namespace) -> int:
         raise TheLoopError(f"{ref.ref} has no live session on this machine")
     dispatcher = open_dispatcher(context, stores)
     removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
-    print(_closed_line(context, session, removed, args.keep_tmux))
+    print(_closed_line(dispatcher.settings, session, removed, args.keep_tmux))
     return EXIT_OK
 
 
@@ -127,27 +128,25 @@ def run_stop(args: argparse.Namespace) -> int:
         print(f"{ref.ref}: recorded stop; no live session on this machine")
     else:
         removed = dispatcher.close_session(session, "stop")
-        print(_closed_line(context, session, removed, None))
+        print(_closed_line(dispatcher.settings, session, removed, None))
     post_keyword(args.comment, context, stores, ref, STOP)
     return EXIT_OK
 
 
-def _closed_line(context: Context, session: Session, removed: bool, keep: bool | None) -> str:
+def _closed_line(
+    settings: DispatchSettings, session: Session, removed: bool, keep: bool | None
+) -> str:
     parts = [f"{session.ref}: closed the {session.harness or 'agent'} session"]
     targets = [endpoint.tmux_target for endpoint in session.endpoints() if endpoint.tmux_target]
     if targets:
-        kept = keep if keep is not None else _keeps_tmux(context)
+        kept = keep if keep is not None else settings.keep_session_on_close
         names = ", ".join(targets)
         parts.append(f"kept tmux {names} for its transcript" if kept else f"killed tmux {names}")
     if removed:
         parts.append("removed its checkout")
-    elif session.cwd and context.config.get_bool("routing.workspace.keepCheckoutOnClose", False):
+    elif session.cwd and settings.keep_checkout_on_close:
         parts.append(f"kept its checkout {session.cwd}")
     return "; ".join(parts)
-
-
-def _keeps_tmux(context: Context) -> bool:
-    return context.config.get_bool("routing.tmux.keepSessionOnClose", True)
 
 
 # -- start, pause, resume ----------------------------------------------------
