@@ -16,7 +16,8 @@ from the_loop.config import Config
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
-from the_loop.eventlog import EventLog, read_events
+from the_loop.eventlog import EventLog
+from the_loop.eventquery import query_events
 from the_loop.portable.control import CLEANUP, STOP, ControlStore
 from the_loop.portable.store import CHANNELS, PULL_REQUESTS, WorkItemStore
 from the_loop.ref import WorkItemRef
@@ -47,10 +48,10 @@ class Stores:
     def event_names(self) -> list[str]:
         if not self.events_path.exists():
             return []
-        return [event["event"] for event in read_events(self.events_path).events]
+        return [event["event"] for event in query_events(self.events_path).events]
 
     def cleaned_events(self) -> list[dict[str, Any]]:
-        events = read_events(self.events_path).events if self.events_path.exists() else []
+        events = query_events(self.events_path).events
         return [event for event in events if event["event"] == "session.cleaned"]
 
 

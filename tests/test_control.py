@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.eventlog import EventLog, read_events
+from the_loop.eventlog import EventLog
+from the_loop.eventquery import query_events
 from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.control import (
     ARMING,
@@ -88,7 +89,7 @@ def test_a_recorded_command_is_stored_in_the_control_section_and_read_back(
 
 def test_recording_emits_control_recorded(controls: ControlStore, layout: StateLayout) -> None:
     controls.record(APP, PAUSE, source="comment", actor="octocat")
-    events = read_events(layout.event_log).events
+    events = query_events(layout.event_log).events
     assert [event["event"] for event in events] == ["control.recorded"]
     assert events[0]["work_item"] == APP
     assert events[0]["command"] == PAUSE

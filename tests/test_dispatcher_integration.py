@@ -19,7 +19,8 @@ from the_loop.config import Config
 from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.errors import TheLoopError
-from the_loop.eventlog import EventLog, read_events
+from the_loop.eventlog import EventLog
+from the_loop.eventquery import query_events
 from the_loop.fsio import write_json
 from the_loop.portable.control import START, STOP, ControlStore
 from the_loop.portable.store import WorkItemStore
@@ -84,7 +85,7 @@ class Env:
     def events_named(self, name: str) -> list[dict[str, Any]]:
         if not self.events_path.exists():
             return []
-        return [e for e in read_events(self.events_path).events if e["event"] == name]
+        return [e for e in query_events(self.events_path).events if e["event"] == name]
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import multiprocessing
 import re
 from pathlib import Path
 
-from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, EventLog, read_events
+from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, EventLog
+from the_loop.eventquery import query_events
 
 PACKAGE = Path(__file__).resolve().parents[1] / "the_loop"
 
@@ -27,7 +28,7 @@ def test_an_event_is_one_compact_line_with_the_envelope_first(tmp_path: Path) ->
 def test_event_fields_can_never_overwrite_the_envelope(tmp_path: Path) -> None:
     log = EventLog(tmp_path / "events.jsonl", source="sessions")
     log.emit("session.reset", event="forged", pid=1, source="evil", work_item="x")
-    event = read_events(tmp_path / "events.jsonl").events[0]
+    event = query_events(tmp_path / "events.jsonl").events[0]
     assert event["event"] == "session.reset"
     assert event["source"] == "sessions"
     assert event["shadowed"] == {"event": "forged", "pid": 1, "source": "evil"}
@@ -39,7 +40,7 @@ def test_emitting_appends_and_never_rewrites(tmp_path: Path) -> None:
     EventLog(path).emit("session.closed", work_item="x")
     data = path.read_bytes()
     assert data.startswith(b'{"event":"old"}\nnot json\n')
-    read = read_events(path)
+    read = query_events(path)
     assert [e["event"] for e in read.events] == ["old", "session.closed"]
     assert read.corrupt == 1
 
@@ -63,7 +64,7 @@ def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
         worker.start()
     for worker in workers:
         worker.join()
-    read = read_events(path)
+    read = query_events(path)
     assert read.corrupt == 0
     assert len(read.events) == 800
 

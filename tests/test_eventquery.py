@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -320,3 +322,27 @@ def test_the_follower_polls_at_the_interval_it_is_given(tmp_path: Path) -> None:
 
     list(follow_lines(tmp_path / "none.jsonl", sleep=sleep, stop=script.stop, interval=0.25))
     assert intervals == [0.25]
+
+
+def _imported_modules(module: ModuleType) -> set[str]:
+    """Every module ``module``'s source imports, at any depth of its body."""
+    tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_the_query_reads_the_log_without_importing_its_writer() -> None:
+    """No cycle: the writer may offer the published ``read_events`` over the query, but
+    the query builds on the shared line format only."""
+    import the_loop.eventlines
+    import the_loop.eventlog
+    import the_loop.eventquery
+
+    assert "the_loop.eventlog" not in _imported_modules(the_loop.eventquery)
+    assert "the_loop.eventlog" not in _imported_modules(the_loop.eventlines)
+    assert "the_loop.eventquery" not in _imported_modules(the_loop.eventlines)

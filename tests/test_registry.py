@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from the_loop.errors import EXIT_USAGE, TheLoopError
-from the_loop.eventlog import EventLog, read_events
+from the_loop.eventlog import EventLog
+from the_loop.eventquery import query_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.sessions import RegistryError, Session, SessionRegistry, WorkItemRef
 
@@ -59,7 +60,7 @@ def read(path: Path) -> Any:
 
 
 def events(log_path: Path) -> list[dict[str, Any]]:
-    return read_events(log_path).events
+    return list(query_events(log_path).events)
 
 
 def snapshot(directory: Path) -> dict[str, bytes | None]:

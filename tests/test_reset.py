@@ -15,7 +15,8 @@ import pytest
 from the_loop.commands.sessions.reset import HarnessStillRunning
 from the_loop.dispatch.teardown import SessionCloseError
 from the_loop.errors import CloseIncomplete, TheLoopError
-from the_loop.eventlog import EventLog, read_events
+from the_loop.eventlog import EventLog
+from the_loop.eventquery import query_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.control import ControlStore
@@ -193,7 +194,7 @@ def test_a_dry_run_writes_nothing_and_emits_nothing(root: Root) -> None:
     assert close.calls == []
     assert outcome.dry_run and outcome.was_live and not outcome.ended
     assert outcome.removed == (SESSION, CONTROL, POLL)
-    assert read_events(root.layout.event_log).events == []
+    assert query_events(root.layout.event_log).events == ()
 
 
 def test_a_raising_close_is_reported_and_the_records_still_go(root: Root) -> None:
@@ -301,7 +302,7 @@ def test_one_event_per_item_with_the_removed_pieces(root: Root) -> None:
     root.armed(ITEM)
     root.reset(ITEM, actor="octocat")
     root.reset(OTHER, actor="octocat")
-    events = read_events(root.layout.event_log).events
+    events = query_events(root.layout.event_log).events
     resets = [event for event in events if event["event"] == "session.reset"]
     assert [event["work_item"] for event in resets] == [ITEM.ref, OTHER.ref]
     assert resets[0]["removed"] == [SESSION, CONTROL, POLL]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from the_loop.cli import main
-from the_loop.eventlog import read_events
+from the_loop.eventquery import query_events
 from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.control import ControlStore
 from the_loop.portable.store import POLL, WorkItemStore
@@ -111,7 +111,7 @@ def test_reset_several_items_and_a_ref_named_twice_once(
     assert out.count(f"{ITEM.ref}: reset") == 1
     assert out.endswith("reset 2 work items\n")
     resets = [
-        e for e in read_events(machine.layout.event_log).events if e["event"] == "session.reset"
+        e for e in query_events(machine.layout.event_log).events if e["event"] == "session.reset"
     ]
     assert len(resets) == 2
 

@@ -2,7 +2,8 @@
 
 Each event is one compact JSON line written with a single ``os.write`` on an
 ``O_APPEND`` descriptor, so concurrent writers never interleave. Nothing here
-truncates, rewrites or deletes the log.
+truncates, rewrites or deletes the log. ``read_events`` (published) is a thin
+wrapper over ``eventquery``, which reads the lines through ``eventlines`` alone.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-LEVELS = ("debug", "info", "warning", "error")
+from the_loop.eventlines import LEVELS
+from the_loop.eventquery import EventFilter, query_events
+
 ENVELOPE_KEYS = ("ts", "source", "event", "level", "pid")
 SHADOWED_KEY = "shadowed"
 
@@ -117,51 +119,11 @@ class EventRead:
     corrupt: int = 0
 
 
-def parse_event_line(line: bytes) -> dict[str, Any] | None:
-    """One log line as an event object, or None when it is not one."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or "event" not in value:
-        return None
-    return value  # pyright: ignore[reportUnknownVariableType]
-
-
-def iter_event_lines(path: Path) -> Iterator[bytes]:
-    """Complete lines of the log (a trailing partial line is not yielded)."""
-    with open(path, "rb") as handle:
-        for line in handle:
-            if line.endswith(b"\n"):
-                yield line
-
-
 def read_events(path: Path, **filters: Any) -> EventRead:
-    """Every well-formed event in ``path``; corrupt lines are counted, not raised.
+    """Every well-formed event in ``path`` that ``filters`` keep; corrupt lines are counted.
 
-    ``filters`` are the fields of ``eventquery.EventFilter`` (``types``, ``work_item``,
-    ``source``, ``min_level``, ``since``); when given, only matching events are kept.
+    The published reader (``api.md``): :func:`the_loop.eventquery.query_events` with an
+    ``EventFilter(**filters)`` (``types``, ``work_item``, ``source``, ``min_level``, ``since``).
     """
-    result = EventRead()
-    try:
-        lines = list(iter_event_lines(path))
-    except FileNotFoundError:
-        return result
-    keep = _filter_from(filters)
-    for line in lines:
-        if not line.strip():
-            continue
-        event = parse_event_line(line)
-        if event is None:
-            result.corrupt += 1
-        elif keep is None or keep(event):
-            result.events.append(event)
-    return result
-
-
-def _filter_from(filters: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
-    if not filters:
-        return None
-    from the_loop.eventquery import EventFilter  # the query module builds on this one
-
-    return EventFilter(**filters).matches
+    result = query_events(path, EventFilter(**filters))
+    return EventRead(events=list(result.events), corrupt=result.corrupt)
