@@ -8,7 +8,8 @@ import multiprocessing
 import re
 from pathlib import Path
 
-from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, EventLog
+from the_loop.errors import ignore_warning, or_ignore_warnings
+from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, NO_EVENTS, EventLog, or_no_events
 from the_loop.eventquery import query_events
 
 PACKAGE = Path(__file__).resolve().parents[1] / "the_loop"
@@ -103,3 +104,20 @@ def test_no_emit_call_passes_an_envelope_key_as_a_field() -> None:
     for where, call in _emit_calls():
         names = {keyword.arg for keyword in call.keywords} - {"level"}
         assert not names & set(ENVELOPE_KEYS), where
+
+
+def test_the_null_event_log_writes_nothing_and_reports_no_failure(tmp_path: Path) -> None:
+    before = sorted(tmp_path.rglob("*"))
+    assert NO_EVENTS.emit("session.closed", work_item="x") is True
+    assert or_no_events(None) is NO_EVENTS
+    log = EventLog(tmp_path / "events.jsonl")
+    assert or_no_events(log) is log
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_the_no_op_warning_sink_stands_in_for_none() -> None:
+    heard: list[str] = []
+    assert or_ignore_warnings(None) is ignore_warning
+    assert or_ignore_warnings(heard.append) == heard.append
+    ignore_warning("dropped")
+    assert heard == []

@@ -13,6 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from the_loop.errors import TheLoopError
+from the_loop.eventlog import or_no_events
 from the_loop.portable.control import CLEANUP, SOURCES
 from the_loop.ref import WorkItemRef
 
@@ -117,8 +118,7 @@ def cleanup_work_item(
         control_recorded=bool(recorded),
         errors=tuple(errors),
     )
-    if events is not None:
-        _emit_cleaned(events, outcome, actor=actor, source=source)
+    _emit_cleaned(or_no_events(events), outcome, actor=actor, source=source)
     return outcome
 
 

@@ -1,11 +1,26 @@
-"""The one error type and the named exit codes."""
+"""The one error type, the named exit codes, and the warning sink of every collaborator."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+#: Where a store, the dispatcher or a domain function sends a warning sentence.
+WarningSink = Callable[[str], None]
+
+
+def ignore_warning(message: str) -> None:
+    """The no-op warning sink: what ``on_warning=None`` means to every collaborator."""
+    del message
+
+
+def or_ignore_warnings(on_warning: WarningSink | None) -> WarningSink:
+    """``on_warning``, or :func:`ignore_warning` for None."""
+    return ignore_warning if on_warning is None else on_warning
 
 
 class TheLoopError(Exception):

@@ -111,6 +111,26 @@ class EventLog:
         return written == len(data)
 
 
+class NullEventLog(EventLog):
+    """An event log that emits nothing: what ``events=None`` means to every collaborator."""
+
+    def __init__(self) -> None:
+        super().__init__(Path(os.devnull))
+
+    def emit(self, event: str, /, level: str = "info", **fields: Any) -> bool:
+        """Append nothing; True, since nothing failed."""
+        return True
+
+
+#: The one null event log: pass it (or leave ``events`` None) to emit nothing.
+NO_EVENTS: EventLog = NullEventLog()
+
+
+def or_no_events(events: EventLog | None) -> EventLog:
+    """``events``, or :data:`NO_EVENTS` for None (the published ``events=None`` keyword)."""
+    return NO_EVENTS if events is None else events
+
+
 @dataclass
 class EventRead:
     """Events parsed from a log, with the count of lines that were not events."""

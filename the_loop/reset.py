@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from the_loop.errors import CloseIncomplete, TheLoopError, describe_error
-from the_loop.eventlog import EventLog
+from the_loop.eventlog import EventLog, or_no_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.portable.store import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
 from the_loop.ref import WorkItemRef
@@ -198,7 +198,8 @@ def _report(
     events: EventLog | None,
 ) -> ResetOutcome:
     """Build the outcome and, on a real run, append its ``session.reset`` event."""
-    if events is not None and not dry_run:
+    if not dry_run:
+        events = or_no_events(events)
         removed = [piece for piece in PIECES if piece in progress.removed]
         appended = events.emit(
             "session.reset",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from the_loop.errors import TheLoopError
+from the_loop.errors import TheLoopError, or_ignore_warnings
 from the_loop.portable.store import GRAPH, WorkItemStore
 from the_loop.ref import WorkItemRef
 from the_loop.repository_file import (
@@ -96,7 +96,7 @@ class Router:
         self.registry = registry
         self.store = store
         self.default_session_per_pr = default_session_per_pr
-        self._on_warning = on_warning
+        self._warn = or_ignore_warnings(on_warning)
 
     def owner_of(self, ref: WorkItemRef | str) -> tuple[WorkItemRef, str]:
         """The work item owning ``ref`` and where that was found (``registry``, ``portable``
@@ -149,10 +149,6 @@ class Router:
             self._warn(f"{owner.ref}: ignoring the work item state file: {error}")
             return ""
         return choices.session_per_pr if choices is not None else ""
-
-    def _warn(self, message: str) -> None:
-        if self._on_warning is not None:
-            self._on_warning(message)
 
 
 def same_repository(one: WorkItemRef, other: WorkItemRef) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
-from the_loop.errors import TheLoopError
+from the_loop.errors import TheLoopError, or_ignore_warnings
 from the_loop.fsio import is_temp_name, read_object
 from the_loop.layout import LegacyLayout, StateLayout
 from the_loop.portable.format import parse_ref
@@ -190,8 +190,9 @@ def workspace_checkouts(
         for directory in level:
             visited += 1
             if visited > limit:
-                if on_warning is not None:
-                    on_warning(f"stopped looking for checkouts under {root} after {limit} dirs")
+                or_ignore_warnings(on_warning)(
+                    f"stopped looking for checkouts under {root} after {limit} dirs"
+                )
                 return found
             if directory != root and os.path.lexists(directory / ".git"):
                 found.append(directory)

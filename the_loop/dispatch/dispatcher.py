@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from the_loop.dispatch.settings import DispatchSettings
 from the_loop.dispatch.teardown import STEP_ERRORS, SessionCloseError, Teardown
 from the_loop.dispatch.tmux import tmux_session_name
-from the_loop.errors import TheLoopError
+from the_loop.errors import TheLoopError, or_ignore_warnings
+from the_loop.eventlog import or_no_events
 from the_loop.portable.control import START, ControlRecord
 from the_loop.ref import WorkItemRef
 from the_loop.repository_file import FrozenChoices, WorkItemStateFile, resolve_frozen_choices
@@ -106,10 +107,10 @@ class Dispatcher:
         self.tmux = tmux
         self.workspace = workspace
         self.harnesses = dict(harnesses)
-        self.events = events
+        self.events = or_no_events(events)
         self.portable = portable if portable is not None else control_store.store
-        self._on_warning = on_warning
-        self.teardown = Teardown(registry, tmux, workspace, self.settings, events)
+        self._warn = or_ignore_warnings(on_warning)
+        self.teardown = Teardown(registry, tmux, workspace, self.settings, self.events)
 
     # -- spawn and resume ----------------------------------------------------------
 
@@ -140,14 +141,13 @@ class Dispatcher:
             what = _STEP_NAMES.get(progress.step, progress.step)
             message = f"cannot start a session for {ref.ref}: {what} failed: {error}"
             message += "".join(f"; and {problem}" for problem in undo_problems)
-            if self.events is not None:
-                self.events.emit(
-                    "session.spawn_failed",
-                    "error",
-                    work_item=ref.ref,
-                    error=message,
-                    step=progress.step,
-                )
+            self.events.emit(
+                "session.spawn_failed",
+                "error",
+                work_item=ref.ref,
+                error=message,
+                step=progress.step,
+            )
             if isinstance(error, STEP_ERRORS):
                 raise TheLoopError(message) from error
             raise
@@ -330,14 +330,13 @@ class Dispatcher:
             return workdir
         checkout = self.workspace.prepare(ref, branch=branch)
         progress.checkout = checkout
-        if self.events is not None:
-            self.events.emit(
-                "workspace.prepared",
-                work_item=ref.ref,
-                path=str(checkout.path),
-                strategy=checkout.strategy,
-                created=checkout.created,
-            )
+        self.events.emit(
+            "workspace.prepared",
+            work_item=ref.ref,
+            path=str(checkout.path),
+            strategy=checkout.strategy,
+            created=checkout.created,
+        )
         return checkout.path
 
     def _undo_spawn(
@@ -368,8 +367,6 @@ class Dispatcher:
     # -- output ----------------------------------------------------------------------
 
     def _emit_spawned(self, session: Session, **extra: Any) -> None:
-        if self.events is None:
-            return
         self.events.emit(
             "session.spawned",
             work_item=session.ref,
@@ -381,7 +378,3 @@ class Dispatcher:
             effort=session.effort,
             **extra,
         )
-
-    def _warn(self, message: str) -> None:
-        if self._on_warning is not None:
-            self._on_warning(message)

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from the_loop.errors import CloseIncomplete, TheLoopError
+from the_loop.eventlog import NO_EVENTS, EventLog
 
 if TYPE_CHECKING:
     from the_loop.dispatch.settings import DispatchSettings
     from the_loop.dispatch.tmux import TmuxRunner
     from the_loop.dispatch.workspace import Workspace
-    from the_loop.eventlog import EventLog
     from the_loop.ref import WorkItemRef
     from the_loop.sessions.registry import SessionRegistry
     from the_loop.sessions.session import Session
@@ -41,7 +41,7 @@ class Teardown:
     tmux: TmuxRunner
     workspace: Workspace
     settings: DispatchSettings
-    events: EventLog | None = None
+    events: EventLog = NO_EVENTS
 
     def close(self, session: Session, reason: str = "", *, keep_tmux: bool | None = None) -> bool:
         """Close the record, end every endpoint's tmux session, remove the checkout(s).
@@ -122,7 +122,7 @@ class Teardown:
             return
         if self.settings.kill_harness_on_close:
             self.tmux.terminate_harness(target, self.settings.harness_kill_grace_seconds)
-        if self.tmux.liveness(target) in ("live", "dead") and self.events is not None:
+        if self.tmux.liveness(target) in ("live", "dead"):
             self.events.emit("session.retained", work_item=endpoint.ref, tmux_target=target)
 
     def _remove_checkouts(
@@ -134,8 +134,7 @@ class Teardown:
             try:
                 if self.workspace.remove(path):
                     removed.append(str(path))
-                    if self.events is not None:
-                        self.events.emit("workspace.cleaned", work_item=ref.ref, path=str(path))
+                    self.events.emit("workspace.cleaned", work_item=ref.ref, path=str(path))
             except STEP_ERRORS as error:
                 errors.append(f"checkout {path}: {error}")
         return removed

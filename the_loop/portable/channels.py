@@ -13,6 +13,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
+from the_loop.errors import or_ignore_warnings
 from the_loop.eventlog import utc_timestamp
 from the_loop.portable.store import CHANNELS, WorkItemStore, as_ref
 from the_loop.ref import WorkItemRef
@@ -39,7 +40,7 @@ class ChannelState:
     ) -> None:
         self.store = store
         self.registry = registry
-        self._on_warning = on_warning
+        self._warn = or_ignore_warnings(on_warning)
 
     # -- the binding (portable) ----------------------------------------------------
 
@@ -165,10 +166,6 @@ class ChannelState:
             cursor,
             accept=lambda current: not current or _after(cursor, current),
         )
-
-    def _warn(self, message: str) -> None:
-        if self._on_warning is not None:
-            self._on_warning(message)
 
 
 def _require_text(**values: str) -> None:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from the_loop.eventlog import EventLog, utc_timestamp
+from the_loop.errors import or_ignore_warnings
+from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
 from the_loop.layout import LegacyLayout
 from the_loop.portable.store import CONTROL, GRAPH, WorkItemStore, as_ref
 from the_loop.ref import WorkItemRef
@@ -90,8 +91,8 @@ class ControlStore:
     ) -> None:
         self.store = store or WorkItemStore(root, legacy, on_warning=on_warning)
         self.root = self.store.root
-        self._events = events
-        self._on_warning = on_warning
+        self._events = or_no_events(events)
+        self._warn = or_ignore_warnings(on_warning)
 
     def record(
         self,
@@ -113,15 +114,14 @@ class ControlStore:
             raise ValueError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
         entry = ControlRecord(item.ref, command, source, actor, utc_timestamp(), note)
         self.store.write_section(item, CONTROL, entry.to_dict())
-        if self._events is not None:
-            # ``source`` is an envelope key (the process), so the command's source is renamed.
-            self._events.emit(
-                "control.recorded",
-                work_item=item.ref,
-                command=command,
-                command_source=source,
-                actor=actor,
-            )
+        # ``source`` is an envelope key (the process), so the command's source is renamed.
+        self._events.emit(
+            "control.recorded",
+            work_item=item.ref,
+            command=command,
+            command_source=source,
+            actor=actor,
+        )
         return entry
 
     def get(self, ref: WorkItemRef | str) -> ControlRecord | None:
@@ -133,8 +133,7 @@ class ControlStore:
         try:
             return ControlRecord.from_dict(data, ref=item.ref)
         except ValueError as error:
-            if self._on_warning is not None:
-                self._on_warning(f"{item.ref}: ignoring malformed control record: {error}")
+            self._warn(f"{item.ref}: ignoring malformed control record: {error}")
             return None
 
     def start_requested(self, ref: WorkItemRef | str) -> bool:

@@ -13,6 +13,7 @@ import copy
 from collections.abc import Callable, Collection, Generator, Mapping
 from pathlib import Path
 
+from the_loop.errors import or_ignore_warnings
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
 from the_loop.layout import LegacyLayout
 from the_loop.portable.format import (
@@ -93,7 +94,7 @@ class WorkItemStore:
         )
         self._directory = RecordDirectory(self.root, self.locks_dir)
         self._legacy = LegacyTree(legacy)
-        self._on_warning = on_warning
+        self._warn = or_ignore_warnings(on_warning)
         self._listing = RecordListing(self._directory, self._warn)
         self._batch_depth = 0
         self._batch_syncs: DirectorySyncs | None = None
@@ -306,10 +307,6 @@ class WorkItemStore:
         self._listing.rebuild_index(self.index_path, syncs=syncs)
 
     # -- internals -----------------------------------------------------------
-
-    def _warn(self, message: str) -> None:
-        if self._on_warning is not None:
-            self._on_warning(message)
 
     def _locate(self, item: WorkItemRef) -> tuple[str, LoadedRecord]:
         """The name of the file for ``item`` and what it holds (reading each candidate once)."""

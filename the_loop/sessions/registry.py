@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
-from the_loop.errors import EXIT_USAGE, TheLoopError
-from the_loop.eventlog import EventLog, utc_timestamp
+from the_loop.errors import EXIT_USAGE, TheLoopError, or_ignore_warnings
+from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
 from the_loop.records import RecordDirectory, is_named_for
 from the_loop.ref import WorkItemRef, ref_order
@@ -40,13 +40,6 @@ class RegistryError(TheLoopError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=EXIT_USAGE)
-
-
-class _NoEvents:
-    """Stands in for an absent event log: emits nothing."""
-
-    def emit(self, event: str, level: str = "info", **fields: Any) -> bool:
-        return False
 
 
 def _stored_ref(read: RecordRead) -> str | None:
@@ -75,8 +68,8 @@ class SessionRegistry:
             Path(locks_dir) if locks_dir else self.root.parent / "locks" / self.root.name
         )
         self._directory = RecordDirectory(self.root, self.locks_dir)
-        self._events: EventLog | _NoEvents = events if events is not None else _NoEvents()
-        self._on_warning = on_warning
+        self._events = or_no_events(events)
+        self._warn = or_ignore_warnings(on_warning)
         self._max_recent = max_recent_deliveries
 
     # -- reading -------------------------------------------------------------
@@ -387,7 +380,3 @@ class SessionRegistry:
             if record.ref not in seen:
                 seen.add(record.ref)
                 yield name, record
-
-    def _warn(self, message: str) -> None:
-        if self._on_warning is not None:
-            self._on_warning(message)
