@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from the_loop.config import Config
 from the_loop.dispatch.harnesses import (
+    HARNESSES,
     ClaudeHarness,
     CommandHarness,
     CursorHarness,
@@ -140,3 +142,12 @@ def test_a_command_harness_stand_in_agent_runs_in_tmux_with_its_values(
     tmux.spawn(tmux_session_name(ITEM.slug), tmp_path, argv)
     expected = f"session={SID} item=github:octo/app#7"
     assert wait_until(lambda: expected in tmux.capture(tmux_session_name(ITEM.slug)))
+
+
+def test_one_harness_table_names_what_the_config_schema_and_the_adapters_accept() -> None:
+    schema_path = Path(__file__).parent.parent / "the_loop" / "schemas" / "cli-config.schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    routing = schema["properties"]["routing"]["properties"]
+    assert tuple(routing["defaultHarness"]["enum"]) == HARNESSES
+    config = Config({"routing": {"harnesses": {"command": {"argv": ["true"]}}}})
+    assert tuple(harnesses_from_config(config)) == HARNESSES

@@ -178,6 +178,10 @@ class CommandHarness(Harness):
         return [_substitute(element, values) for element in self.resume_template or self.argv]
 
 
+#: Every harness name, in the order commands offer them (``--harness``, the config schema).
+HARNESSES = (ClaudeHarness.name, CursorHarness.name, CommandHarness.name)
+
+
 def harnesses_from_config(config: Config) -> dict[str, Harness]:
     """``claude`` and ``cursor`` always, ``command`` when ``routing.harnesses.command.argv``
     is set; binaries and extra args from ``routing.harnesses.<name>``."""

@@ -25,6 +25,7 @@ from the_loop.commands.common import (
 from the_loop.commands.sessions.comments import comment_parent, post_keyword
 from the_loop.commands.sessions.release import clean_up, planned_cleanup
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
+from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
 from the_loop.portable.control import PAUSE, RESUME, START, STOP
 from the_loop.ref import WorkItemRef
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
     from the_loop.cleanup import CleanupOutcome
     from the_loop.dispatch.dispatcher import Dispatcher
     from the_loop.dispatch.settings import DispatchSettings
-
-HARNESSES = ("claude", "cursor", "command")
 
 
 def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:

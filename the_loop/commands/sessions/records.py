@@ -29,12 +29,12 @@ from the_loop.commands.common import (
     work_item_type,
 )
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
+from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.errors import EXIT_OK, TheLoopError, UsageError
 from the_loop.jsonrows import rows_document
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import CLOSED, STATUSES, Session
 
-HARNESSES = ("claude", "cursor", "command")
 LIST_HEADERS = ["WORK ITEM", "HARNESS", "SESSION ID", "TMUX", "STATUS", "CONTROL", "LAST EVENT"]
 _NUMBER = re.compile(r"#?([0-9]+)\Z")
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]*\Z")
