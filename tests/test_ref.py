@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.records import RecordDirectory, disambiguated_name, plain_name
-from the_loop.ref import WorkItemRef, is_record_file_name
+from the_loop.ref import WorkItemRef, as_ref, is_record_file_name
 
 
 def test_a_github_ref_has_a_canonical_form_slug_and_url() -> None:
@@ -150,3 +150,11 @@ def test_derived_strings_are_computed_once_and_kept_on_the_ref() -> None:
     assert ref.slug is vars(ref)["slug"]
     assert WorkItemRef.slug.__doc__ and "File-name form" in WorkItemRef.slug.__doc__
     assert ref == WorkItemRef("github", "octo", "app", 15)  # kept values take no part
+
+
+def test_the_one_ref_coercer_keeps_a_ref_and_parses_text() -> None:
+    ref = WorkItemRef.parse("github:octo/repo#15")
+    assert as_ref(ref) is ref
+    assert as_ref("github:octo/repo#15") == ref
+    with pytest.raises(ValueError):
+        as_ref("not a ref")

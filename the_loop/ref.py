@@ -208,6 +208,14 @@ def _parse_cached(text: str) -> WorkItemRef:
 #: ``WorkItemRef`` order as a sort key: the same order, compared as plain tuples.
 ref_order = operator.attrgetter("provider", "owner", "repo", "number", "host")
 
+#: A work item as the stores accept it: the ref itself or its text.
+RefLike = WorkItemRef | str
+
+
+def as_ref(ref: RefLike) -> WorkItemRef:
+    """``ref`` itself, or parsed from its text (``ValueError`` for a bad ref)."""
+    return ref if isinstance(ref, WorkItemRef) else WorkItemRef.parse(ref)
+
 
 _RECORD_NAME = re.compile(r"[a-z][a-z0-9-]*-[A-Za-z0-9._-]*-[0-9]+(?:~[0-9a-f]{8})?\.json\Z")
 

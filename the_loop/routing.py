@@ -16,7 +16,7 @@ from typing import Any
 
 from the_loop.errors import TheLoopError, or_ignore_warnings
 from the_loop.portable.store import GRAPH, WorkItemStore
-from the_loop.ref import WorkItemRef
+from the_loop.ref import WorkItemRef, as_ref
 from the_loop.repository_file import (
     SESSION_PER_PR,
     FrozenChoices,
@@ -24,7 +24,7 @@ from the_loop.repository_file import (
     graph_section_choices,
 )
 from the_loop.sessions.registry import SessionRegistry
-from the_loop.sessions.session import Session, as_work_item_ref
+from the_loop.sessions.session import Session
 
 NEVER, CROSS_REPOSITORY, ALWAYS = SESSION_PER_PR
 #: Where an owner was found.
@@ -101,7 +101,7 @@ class Router:
     def owner_of(self, ref: WorkItemRef | str) -> tuple[WorkItemRef, str]:
         """The work item owning ``ref`` and where that was found (``registry``, ``portable``
         or ``itself``)."""
-        item = as_work_item_ref(ref)
+        item = as_ref(ref)
         record = self.registry.record_owning(item)
         if record is not None:
             return record.work_item, OWNER_FROM_REGISTRY
@@ -113,7 +113,7 @@ class Router:
     def policy_for(self, owner: WorkItemRef | str) -> tuple[str, str]:
         """``owner``'s ``sessionPerPr`` and where it came from (``repository-file``,
         ``graph-section`` or ``default``)."""
-        item = as_work_item_ref(owner)
+        item = as_ref(owner)
         from_file = self._repository_file_policy(item)
         if from_file:
             return from_file, POLICY_FROM_REPOSITORY_FILE
@@ -125,7 +125,7 @@ class Router:
 
     def route(self, ref: WorkItemRef | str) -> Route:
         """Where an event for ``ref`` goes (see :class:`Route`)."""
-        item = as_work_item_ref(ref)
+        item = as_ref(ref)
         owner, owner_source = self.owner_of(item)
         policy, policy_source = self.policy_for(owner)
         per_pr = policy == ALWAYS or (

@@ -16,13 +16,13 @@ from the_loop.portable.format import (
     RecordSummary,
     Section,
     WriteResult,
-    as_ref,
 )
 from the_loop.portable.store import (
     WorkItemStore,
 )
 from the_loop.ref import (
     WorkItemRef,
+    as_ref,
 )
 
 __all__ = [

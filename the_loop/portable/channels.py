@@ -15,8 +15,8 @@ from typing import Any, cast
 
 from the_loop.errors import or_ignore_warnings
 from the_loop.eventlog import utc_timestamp
-from the_loop.portable.store import CHANNELS, WorkItemStore, as_ref
-from the_loop.ref import WorkItemRef
+from the_loop.portable.store import CHANNELS, WorkItemStore
+from the_loop.ref import WorkItemRef, as_ref
 from the_loop.sessions.registry import SessionRegistry
 
 Binding = dict[str, Any]

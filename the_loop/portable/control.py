@@ -14,8 +14,8 @@ from typing import Any
 from the_loop.errors import or_ignore_warnings
 from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
 from the_loop.layout import LegacyLayout
-from the_loop.portable.store import CONTROL, GRAPH, WorkItemStore, as_ref
-from the_loop.ref import WorkItemRef
+from the_loop.portable.store import CONTROL, GRAPH, WorkItemStore
+from the_loop.ref import WorkItemRef, as_ref
 
 START = "start"
 STOP = "stop"

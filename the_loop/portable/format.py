@@ -40,7 +40,6 @@ MAP_SECTIONS = (PULL_REQUESTS, CHANNELS)
 HEAD_KEYS = ("ref", "url", SEALED)
 
 Section = dict[str, Any]
-RefLike = WorkItemRef | str
 
 
 @dataclass(frozen=True)
@@ -116,11 +115,6 @@ class WriteResult:
             "removed": list(self.removed),
             "replacedUnreadable": self.replaced_unreadable,
         }
-
-
-def as_ref(ref: RefLike) -> WorkItemRef:
-    """``ref`` itself, or parsed (``ValueError`` for a bad ref)."""
-    return ref if isinstance(ref, WorkItemRef) else WorkItemRef.parse(ref)
 
 
 def parse_ref(value: object) -> WorkItemRef | None:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, cast
 
 from the_loop.eventlog import utc_timestamp
-from the_loop.portable.store import POLL, WorkItemStore, WriteResult, as_ref
-from the_loop.ref import WorkItemRef
+from the_loop.portable.store import POLL, WorkItemStore, WriteResult
+from the_loop.ref import WorkItemRef, as_ref
 
 Ledger = dict[str, Any]
 SEEN_COMMENTS = "seenComments"

@@ -32,11 +32,9 @@ from the_loop.portable.format import (
     LegacyTree,
     LoadedRecord,
     RecordSummary,
-    RefLike,
     Section,
     WriteAction,
     WriteResult,
-    as_ref,
     check_writable,
     effective_section,
     holds,
@@ -45,7 +43,7 @@ from the_loop.portable.format import (
 )
 from the_loop.portable.listing import RecordListing
 from the_loop.records import RecordDirectory
-from the_loop.ref import WorkItemRef
+from the_loop.ref import RefLike, WorkItemRef, as_ref
 
 __all__ = [
     "CHANNELS",

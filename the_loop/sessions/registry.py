@@ -17,14 +17,13 @@ from the_loop.errors import EXIT_USAGE, TheLoopError, or_ignore_warnings
 from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
 from the_loop.records import RecordDirectory, is_named_for
-from the_loop.ref import WorkItemRef, ref_order
+from the_loop.ref import WorkItemRef, as_ref, ref_order
 from the_loop.sessions import changes
 from the_loop.sessions.record_file import RecordRead, read_record_file
 from the_loop.sessions.session import (
     ACTIVE,
     PAUSED,
     Session,
-    as_work_item_ref,
     record_to_json,
 )
 
@@ -76,16 +75,16 @@ class SessionRegistry:
 
     def path_for(self, ref: WorkItemRef | str) -> Path:
         """The file that holds (or would hold) ``ref``'s record."""
-        return self._directory.path(self._locate(as_work_item_ref(ref))[0])
+        return self._directory.path(self._locate(as_ref(ref))[0])
 
     def record_status(self, ref: WorkItemRef | str) -> RecordStatus:
         """``ok``, ``unreadable`` (a file of ours that cannot be read) or ``absent``."""
-        status = self._locate(as_work_item_ref(ref))[1].status
+        status = self._locate(as_ref(ref))[1].status
         return "absent" if status == "foreign" else status
 
     def load(self, ref: WorkItemRef | str) -> tuple[RecordStatus, Session | None]:
         """``(record_status(ref), its whole record or None)`` from one read; never warns."""
-        found = self._locate(as_work_item_ref(ref))[1]
+        found = self._locate(as_ref(ref))[1]
         return ("absent" if found.status == "foreign" else found.status), found.record
 
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
@@ -99,7 +98,7 @@ class SessionRegistry:
         self, ref: WorkItemRef | str, include_closed: bool = False
     ) -> Session | None:
         """The whole record of ``ref`` (own endpoint + ``pull_requests``) when live (or any)."""
-        name, found = self._locate(as_work_item_ref(ref))
+        name, found = self._locate(as_ref(ref))
         if found.status == "unreadable":
             path = self._directory.path(name)
             self._warn(f"ignoring unreadable session record {path}: {found.problem}")
@@ -138,7 +137,7 @@ class SessionRegistry:
 
     def record_owning(self, ref: WorkItemRef | str) -> Session | None:
         """The record whose sessions map holds ``ref``: the item's own, else a PR owner's."""
-        wanted = as_work_item_ref(ref)
+        wanted = as_ref(ref)
         own = self._locate(wanted)[1].record
         if own is not None:
             return own
@@ -152,7 +151,7 @@ class SessionRegistry:
         The item's own endpoint; for a pull request, its own endpoint when
         ``session_per_pr`` and it has a live session of its own, else its owner's.
         """
-        wanted = as_work_item_ref(ref)
+        wanted = as_ref(ref)
         record = self.record_owning(wanted)
         if record is None or record.work_item == wanted:
             return record
@@ -164,7 +163,7 @@ class SessionRegistry:
 
     def channel_cursors(self, ref: WorkItemRef | str, channel: str) -> dict[str, str]:
         """Thread -> cursor of ``channel`` in ``ref``'s record (empty when none)."""
-        record = self._locate(as_work_item_ref(ref))[1].record
+        record = self._locate(as_ref(ref))[1].record
         entry: object = record.channels.get(channel) if record is not None else None
         if not isinstance(entry, dict):
             return {}
@@ -217,25 +216,25 @@ class SessionRegistry:
 
     def pause(self, ref: WorkItemRef | str) -> Session | None:
         """Pause an active session (and its active PR endpoints); None when nothing changed."""
-        record = self._change(
-            as_work_item_ref(ref), lambda record: changes.switched(record, ACTIVE, PAUSED)
-        )[1]
+        record = self._change(as_ref(ref), lambda record: changes.switched(record, ACTIVE, PAUSED))[
+            1
+        ]
         if record is not None:
             self._events.emit("session.paused", work_item=record.ref)
         return record
 
     def resume(self, ref: WorkItemRef | str) -> Session | None:
         """Resume a paused session (and its paused PR endpoints); None when nothing changed."""
-        record = self._change(
-            as_work_item_ref(ref), lambda record: changes.switched(record, PAUSED, ACTIVE)
-        )[1]
+        record = self._change(as_ref(ref), lambda record: changes.switched(record, PAUSED, ACTIVE))[
+            1
+        ]
         if record is not None:
             self._events.emit("session.resumed", work_item=record.ref)
         return record
 
     def close(self, ref: WorkItemRef | str, reason: str = "") -> bool:
         """Close the item's endpoint and every PR endpoint; True when something live closed."""
-        record = self._change(as_work_item_ref(ref), changes.closed_all)[1]
+        record = self._change(as_ref(ref), changes.closed_all)[1]
         if record is None:
             return False
         self._events.emit("session.closed", work_item=record.ref, reason=reason)
@@ -254,7 +253,7 @@ class SessionRegistry:
         session registered since the caller looked) is kept: ``RegistryError``.
         Never removes another ref's file; ``OSError`` propagates.
         """
-        wanted = as_work_item_ref(ref)
+        wanted = as_ref(ref)
         with self._directory.lock(wanted):
             name, found = self._locate(wanted)
             if found.status not in ("ok", "unreadable"):
@@ -270,7 +269,7 @@ class SessionRegistry:
 
         None when the owner has no record; ``ValueError`` for a self-link.
         """
-        owner_ref, pr_ref = as_work_item_ref(owner), as_work_item_ref(pr)
+        owner_ref, pr_ref = as_ref(owner), as_ref(pr)
         if owner_ref == pr_ref:
             raise ValueError(f"{pr_ref.ref} cannot be linked to itself")
         before, after = self._change(
@@ -282,17 +281,13 @@ class SessionRegistry:
 
     def save_endpoint(self, owner: WorkItemRef | str, endpoint: Session) -> Session | None:
         """Store ``endpoint``'s handles under its ref in ``owner``'s record; None without one."""
-        before, after = self._change(
-            as_work_item_ref(owner), lambda record: record.with_endpoint(endpoint)
-        )
+        before, after = self._change(as_ref(owner), lambda record: record.with_endpoint(endpoint))
         return after or before
 
     def close_endpoint(self, owner: WorkItemRef | str, pr: WorkItemRef | str) -> bool:
         """Close one live endpoint of ``owner``'s record; True when it was live."""
-        pr_ref = as_work_item_ref(pr)
-        after = self._change(
-            as_work_item_ref(owner), lambda record: changes.closed_one(record, pr_ref)
-        )[1]
+        pr_ref = as_ref(pr)
+        after = self._change(as_ref(owner), lambda record: changes.closed_one(record, pr_ref))[1]
         return after is not None
 
     def touch(
@@ -306,9 +301,9 @@ class SessionRegistry:
         The endpoint is ``endpoint_ref`` (default: the item's own). None when the
         record or the endpoint does not exist.
         """
-        target = as_work_item_ref(endpoint_ref if endpoint_ref is not None else ref)
+        target = as_ref(endpoint_ref if endpoint_ref is not None else ref)
         touched = changes.touched(target, delivery_id, utc_timestamp(), self._max_recent)
-        before, after = self._change(as_work_item_ref(ref), touched)
+        before, after = self._change(as_ref(ref), touched)
         return after or (before if before is not None and before.owns(target) else None)
 
     def set_channel_cursor(
@@ -316,7 +311,7 @@ class SessionRegistry:
     ) -> bool:
         """Set ``thread``'s ``cursor`` of ``channel`` in ``ref``'s record; False without one."""
         moved = changes.cursor_moved(channel, thread, cursor, accept=None)
-        return self._change(as_work_item_ref(ref), moved)[0] is not None
+        return self._change(as_ref(ref), moved)[0] is not None
 
     def advance_channel_cursor(
         self,
@@ -332,7 +327,7 @@ class SessionRegistry:
         ``current`` is the stored cursor (``""`` when none). True when it was written.
         """
         moved = changes.cursor_moved(channel, thread, cursor, accept=accept)
-        return self._change(as_work_item_ref(ref), moved)[1] is not None
+        return self._change(as_ref(ref), moved)[1] is not None
 
     # -- internals -----------------------------------------------------------
 

@@ -15,7 +15,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, cast
 
-from the_loop.ref import WorkItemRef
+from the_loop.ref import WorkItemRef, as_ref
 
 VERSION = 2
 ACTIVE = "active"
@@ -28,11 +28,6 @@ _NO_CHANNELS: Mapping[str, Any] = MappingProxyType({})
 
 #: Optional endpoint keys: written only when set.
 _OPTIONAL_KEYS = ("model", "effort", "harnessArgs")
-
-
-def as_work_item_ref(ref: WorkItemRef | str) -> WorkItemRef:
-    """``ref`` itself, or parsed from its text (``ValueError`` for a bad ref)."""
-    return ref if isinstance(ref, WorkItemRef) else WorkItemRef.parse(ref)
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,7 @@ class Session:
 
     def endpoint_for(self, ref: WorkItemRef | str) -> Session | None:
         """The endpoint keyed by ``ref`` in this record (itself or a PR's), or None."""
-        wanted = as_work_item_ref(ref)
+        wanted = as_ref(ref)
         return next((item for item in self.endpoints() if item.work_item == wanted), None)
 
     def owns(self, ref: WorkItemRef | str) -> bool:
