@@ -158,3 +158,19 @@ def test_the_one_ref_coercer_keeps_a_ref_and_parses_text() -> None:
     assert as_ref("github:octo/repo#15") == ref
     with pytest.raises(ValueError):
         as_ref("not a ref")
+
+
+def test_both_stores_take_their_default_locks_dir_from_the_record_directory(
+    tmp_path: Path,
+) -> None:
+    from the_loop.layout import StateLayout
+    from the_loop.portable.store import WorkItemStore
+    from the_loop.sessions.registry import SessionRegistry
+
+    layout = StateLayout(tmp_path / "state")
+    assert RecordDirectory(layout.local_dir).locks_dir == layout.local_locks_dir
+    assert SessionRegistry(layout.local_dir).locks_dir == layout.local_locks_dir
+    assert WorkItemStore(layout.portable_dir).locks_dir == layout.portable_locks_dir
+    assert RecordDirectory(layout.local_dir, tmp_path / "elsewhere").locks_dir == (
+        tmp_path / "elsewhere"
+    )

@@ -32,16 +32,19 @@ class _Snapshot:
 
 
 class RecordDirectory:
-    """Record files of one store under ``directory``, with their locks under ``locks_dir``.
+    """Record files of one store under ``directory``, with their locks under ``locks_dir``
+    (default ``<parent>/locks/<directory name>``, as ``StateLayout`` lays them out).
 
     Files are addressed by name (``<slug>.json``); :meth:`path` makes the ``Path`` of
     one when a caller needs it. Loaders get the file's path as a string: a listing of
     ten thousand records builds no ``Path`` object per file.
     """
 
-    def __init__(self, directory: Path, locks_dir: Path) -> None:
+    def __init__(self, directory: Path, locks_dir: Path | None = None) -> None:
         self.directory = Path(directory)
-        self.locks_dir = Path(locks_dir)
+        self.locks_dir = (
+            Path(locks_dir) if locks_dir else self.directory.parent / "locks" / self.directory.name
+        )
         self._prefix = os.path.join(self.directory, "")
         self._snapshot: _Snapshot | None = None
         self._snapshot_depth = 0

@@ -87,10 +87,8 @@ class WorkItemStore:
     ) -> None:
         self.root = Path(root)
         self.legacy = legacy
-        self.locks_dir = (
-            Path(locks_dir) if locks_dir else self.root.parent / "locks" / self.root.name
-        )
-        self._directory = RecordDirectory(self.root, self.locks_dir)
+        self._directory = RecordDirectory(self.root, locks_dir)
+        self.locks_dir = self._directory.locks_dir
         self._legacy = LegacyTree(legacy)
         self._warn = or_ignore_warnings(on_warning)
         self._listing = RecordListing(self._directory, self._warn)

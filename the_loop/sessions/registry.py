@@ -48,7 +48,7 @@ def _stored_ref(read: RecordRead) -> str | None:
 class SessionRegistry:
     """Session records under ``root`` (``local/``), locked under ``locks_dir``.
 
-    ``locks_dir`` defaults to ``root.parent / "locks" / root.name``
+    ``locks_dir`` defaults as :class:`~the_loop.records.RecordDirectory` lays it out
     (``StateLayout.local_locks_dir``). Events go to ``events`` when given;
     warnings about unreadable files go to ``on_warning``.
     """
@@ -63,10 +63,8 @@ class SessionRegistry:
         max_recent_deliveries: int = DEFAULT_MAX_RECENT_DELIVERIES,
     ) -> None:
         self.root = Path(root)
-        self.locks_dir = (
-            Path(locks_dir) if locks_dir else self.root.parent / "locks" / self.root.name
-        )
-        self._directory = RecordDirectory(self.root, self.locks_dir)
+        self._directory = RecordDirectory(self.root, locks_dir)
+        self.locks_dir = self._directory.locks_dir
         self._events = or_no_events(events)
         self._warn = or_ignore_warnings(on_warning)
         self._max_recent = max_recent_deliveries
