@@ -22,6 +22,13 @@ OTHER = WorkItemRef.parse("github:octo/app#21")
 STAMP = "2026-11-29T19:02:08Z"
 
 
+def move_cursor(
+    registry: SessionRegistry, ref: WorkItemRef, channel: str, thread: str, cursor: str
+) -> bool:
+    """Set a channel cursor whatever it was (the registry writes what it is given)."""
+    return registry.advance_channel_cursor(ref, channel, thread, cursor, accept=lambda _: True)
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return tmp_path / ".the-loop" / "local"
@@ -154,7 +161,7 @@ def test_register_keeps_the_pull_request_endpoints_and_channel_cursors(
 ) -> None:
     registry.register(a_session())
     registry.link_pull_request(ITEM, PR)
-    registry.set_channel_cursor(ITEM, "slack", "1726.001", "1726.045")
+    move_cursor(registry, ITEM, "slack", "1726.001", "1726.045")
     registry.close(ITEM)
     record = registry.register(a_session(harness_session_id="sess-2"))
     assert [endpoint.work_item for endpoint in record.pull_requests] == [PR]
@@ -420,7 +427,7 @@ def test_save_endpoint_replaces_one_endpoint_and_keeps_the_rest(
     assert missing is None
     registry.register(a_session())
     registry.link_pull_request(ITEM, PR)
-    registry.set_channel_cursor(ITEM, "slack", "t", "c")
+    move_cursor(registry, ITEM, "slack", "t", "c")
     record = registry.save_endpoint(ITEM, replace(a_session(), tmux_target="loop-new"))
     assert record is not None and record.tmux_target == "loop-new"
     assert record.owns(PR) and record.channels == {"slack": {"cursors": {"t": "c"}}}
@@ -487,12 +494,12 @@ def test_touch_can_address_a_pull_request_endpoint(registry: SessionRegistry) ->
 def test_channel_cursors_are_kept_per_thread_in_the_record(
     registry: SessionRegistry, root: Path
 ) -> None:
-    assert registry.set_channel_cursor(ITEM, "slack", "1726.001", "1726.045") is False
+    assert move_cursor(registry, ITEM, "slack", "1726.001", "1726.045") is False
     assert registry.channel_cursors(ITEM, "slack") == {}
     registry.register(a_session())
-    assert registry.set_channel_cursor(ITEM, "slack", "1726.001", "1726.045") is True
-    assert registry.set_channel_cursor(ITEM, "slack", "1726.002", "1726.050") is True
-    assert registry.set_channel_cursor(ITEM, "slack", "1726.001", "1726.099") is True
+    assert move_cursor(registry, ITEM, "slack", "1726.001", "1726.045") is True
+    assert move_cursor(registry, ITEM, "slack", "1726.002", "1726.050") is True
+    assert move_cursor(registry, ITEM, "slack", "1726.001", "1726.099") is True
     assert registry.channel_cursors(ITEM, "slack") == {
         "1726.001": "1726.099",
         "1726.002": "1726.050",
@@ -657,7 +664,7 @@ def test_an_unreadable_record_is_skipped_with_a_warning_and_never_touched(
     for change in (registry.pause, registry.resume, registry.close, registry.touch):
         assert not change(ITEM)
     assert registry.link_pull_request(ITEM, PR) is None
-    assert registry.set_channel_cursor(ITEM, "slack", "t", "c") is False
+    assert move_cursor(registry, ITEM, "slack", "t", "c") is False
     assert registry.forget(OTHER) is True
     assert bad.read_text() == content
 

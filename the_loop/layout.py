@@ -41,10 +41,6 @@ class StateLayout:
     poll_pidfile_name: str = POLL_PIDFILE
 
     @property
-    def root_path(self) -> Path:
-        return self.root
-
-    @property
     def portable_dir(self) -> Path:
         return self.portable_override or self.root / PORTABLE_DIR
 

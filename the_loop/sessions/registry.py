@@ -304,13 +304,6 @@ class SessionRegistry:
         before, after = self._change(as_ref(ref), touched)
         return after or (before if before is not None and before.owns(target) else None)
 
-    def set_channel_cursor(
-        self, ref: WorkItemRef | str, channel: str, thread: str, cursor: str
-    ) -> bool:
-        """Set ``thread``'s ``cursor`` of ``channel`` in ``ref``'s record; False without one."""
-        moved = changes.cursor_moved(channel, thread, cursor, accept=None)
-        return self._change(as_ref(ref), moved)[0] is not None
-
     def advance_channel_cursor(
         self,
         ref: WorkItemRef | str,

@@ -99,11 +99,11 @@ class Session:
         bare = _with_handles(Session(endpoint.work_item, "", ""), endpoint)
         others = [item for item in self.pull_requests if item.work_item != endpoint.work_item]
         if len(others) == len(self.pull_requests):
-            return _replace(self, pull_requests=(*self.pull_requests, bare))
+            return replace(self, pull_requests=(*self.pull_requests, bare))
         merged = [
             bare if item.work_item == endpoint.work_item else item for item in self.pull_requests
         ]
-        return _replace(self, pull_requests=tuple(merged))
+        return replace(self, pull_requests=tuple(merged))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready report: every handle (camelCase), ``pullRequests`` and ``channels``."""
@@ -115,13 +115,9 @@ class Session:
         return data
 
 
-def _replace(record: Session, **changes: Any) -> Session:
-    return replace(record, **changes)
-
-
 def _with_handles(target: Session, source: Session) -> Session:
     """``target`` with the handles of ``source`` (ref, PRs and channels kept)."""
-    return _replace(
+    return replace(
         target,
         harness=source.harness,
         harness_session_id=source.harness_session_id,
