@@ -100,8 +100,9 @@ def run_check(args: argparse.Namespace) -> int:
     stores = open_stores(context, source="state")
     checkouts = [Path(os.path.abspath(path)) for path in given]
     if args.discover:
-        root = context.config.get_str("routing.workspace.root", "")
-        workspace = Path(root).expanduser() if root else None
+        from the_loop.dispatch.workspace import workspace_root
+
+        workspace = workspace_root(context.config)
         checkouts += default_checkouts(stores.registry, workspace, on_warning=warn)
     report = find_retired(
         layout=context.layout, registry=stores.registry, store=stores.store, checkouts=checkouts

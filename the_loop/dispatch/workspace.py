@@ -73,6 +73,12 @@ class CheckoutStatus:
         }
 
 
+def workspace_root(config: Config) -> Path | None:
+    """``routing.workspace.root``, ``~``-expanded; None when unset (workspaces disabled)."""
+    root = config.get_str("routing.workspace.root", "")
+    return Path(root).expanduser() if root else None
+
+
 class Workspace:
     """Prepares, inspects and removes work-item checkouts under ``root``.
 
@@ -114,9 +120,8 @@ class Workspace:
     @classmethod
     def from_config(cls, config: Config) -> Workspace:
         """The workspace of ``routing.workspace.*`` (root ``~``-expanded; empty: disabled)."""
-        root = config.get_str("routing.workspace.root", "")
         return cls(
-            Path(root).expanduser() if root else None,
+            workspace_root(config),
             strategy=config.get_str("routing.workspace.strategy", "worktree"),
             git_binary=config.get_str("routing.workspace.gitBinary", "git") or "git",
             clone_protocol=config.get_str("routing.workspace.cloneProtocol", "https"),
