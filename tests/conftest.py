@@ -23,6 +23,10 @@ def hermetic_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("HOME", str(home))
     for name in ("THE_LOOP_CLI_CONFIG", "GITHUB_TOKEN", "GH_TOKEN", "TMUX", "TMUX_PANE"):
         monkeypatch.delenv(name, raising=False)
+    # A rebase's `exec` or a hook exports GIT_DIR and friends: tests must never act on
+    # the repository they run from.
+    for name in [name for name in os.environ if name.startswith("GIT_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "the-loop tests")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "tests@the-loop.invalid")

@@ -189,7 +189,7 @@ class FakeTmux:
         *,
         timeout: float,
         cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str | None] | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess[str]:
         self.calls.append(list(argv))

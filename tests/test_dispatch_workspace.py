@@ -343,3 +343,18 @@ def test_two_items_of_one_repository_prepared_at_once_both_succeed(
         checkouts = list(pool.map(workspace.prepare, refs))
     assert all(checkout.created for checkout in checkouts)
     assert all((checkout.path / "README.md").exists() for checkout in checkouts)
+
+
+def test_git_variables_inherited_from_a_hook_never_aim_the_workspace_at_another_repository(
+    tmp_path: Path, root: Path, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bystander = make_remote(tmp_path, "bystander", files={"keep.txt": "keep\n"})
+    before = git(bystander, "for-each-ref")
+    monkeypatch.setenv("GIT_DIR", str(bystander))
+    monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path))
+    checkout = _workspace(root, remote).prepare(ISSUE)
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_WORK_TREE")
+    assert (checkout.path / "README.md").read_text() == "# app\n"
+    assert git(bystander, "for-each-ref") == before
+    assert git(bystander, "config", "--get", "core.bare").strip() == "true"

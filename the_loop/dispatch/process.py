@@ -35,9 +35,14 @@ class Runner(Protocol):
         *,
         timeout: float,
         cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str | None] | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess[str]: ...
+
+
+def _environment(changes: Mapping[str, str | None]) -> dict[str, str]:
+    merged: dict[str, str | None] = {**os.environ, **changes}
+    return {name: value for name, value in merged.items() if value is not None}
 
 
 def describe(argv: Sequence[str]) -> str:
@@ -56,19 +61,19 @@ def run(
     *,
     timeout: float,
     cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` (no shell) with stdin closed and output captured as text.
 
-    ``env`` holds variables set over the inherited environment (``None``: inherit
-    as is). Raises :class:`DispatchError` on a missing binary, a timeout, or,
-    when ``check``, a non-zero exit.
+    ``env`` holds variables set over the inherited environment, a ``None`` value
+    removing one (``env=None``: inherit as is). Raises :class:`DispatchError` on a
+    missing binary, a timeout, or, when ``check``, a non-zero exit.
     """
     command = list(argv)
     if not command:
         raise ValueError("run() needs a non-empty argv")
-    environment = None if env is None else {**os.environ, **env}
+    environment = None if env is None else _environment(env)
     try:
         completed = subprocess.run(
             command,

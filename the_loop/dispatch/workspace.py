@@ -40,7 +40,30 @@ LOCKS_DIR = ".locks"
 _COMPONENT = re.compile(r"[A-Za-z0-9._~:-]+\Z")
 _BRANCH_REFUSED = re.compile(r"[\s\x00-\x1f\x7f~^:?*\[\\]|\.\.|@\{|^-|^/|/$|\.lock$")
 #: Never ask for credentials on a terminal: a clone that needs them fails instead.
-_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0"}
+#: Variables that point git at another repository (``git rev-parse --local-env-vars``):
+#: inherited from a hook or a rebase's ``exec``, they would aim every command elsewhere.
+_REPOSITORY_VARIABLES = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+_GIT_ENV: dict[str, str | None] = {
+    "GIT_TERMINAL_PROMPT": "0",
+    **dict.fromkeys(_REPOSITORY_VARIABLES),
+}
 
 
 @dataclass(frozen=True)
