@@ -240,8 +240,9 @@ def run_list(args: argparse.Namespace) -> Result:
 def reading_every_record(stores: Stores) -> Generator[None]:
     """Snapshots of both stores (each file listed and parsed once) for a bulk read.
 
-    The cyclic collector is paused meanwhile: the records read are all kept, so
-    every collection would walk them again for nothing.
+    The cyclic collector is paused meanwhile, and what was read is frozen out of its
+    sight afterwards (``gc.freeze``): the records are kept until they are printed,
+    so every collection would walk them again for nothing.
     """
     collecting = gc.isenabled()
     gc.disable()
@@ -249,6 +250,7 @@ def reading_every_record(stores: Stores) -> Generator[None]:
         with stores.registry.snapshot(), stores.store.snapshot():
             yield
     finally:
+        gc.freeze()
         if collecting:
             gc.enable()
 
