@@ -144,3 +144,29 @@ def test_the_format_flag_offers_text_and_json_on_every_command_that_prints(
             main([*argv, "--help"])
         usage = capsys.readouterr().out
         assert "--format {text,json" in usage, argv
+
+
+def test_a_warning_said_while_listing_is_in_the_document_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "cli-config.yaml"
+    config.write_text(f"state:\n  root: {tmp_path / 'state'}\n", encoding="utf-8")
+    (tmp_path / "state" / "local").mkdir(parents=True)
+    (tmp_path / "state" / "local" / "github-octo-app-99.json").write_text("{not json")
+    assert main(["--config", str(config), "sessions", "list", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    parsed = json.loads(captured.out)
+    [warning] = parsed["warnings"]
+    assert (parsed["ok"], parsed["items"]) == (True, [])
+    assert warning.startswith("skipping unreadable session record")
+    assert captured.err == f"warning: {warning}\n"
+
+
+def test_table_is_the_same_as_text_where_it_was_accepted_before(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    outputs: list[str] = []
+    for output_format in ("text", "table"):
+        assert main(["state", "paths", "--format", output_format]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0].startswith("WHERE")

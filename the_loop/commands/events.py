@@ -127,16 +127,10 @@ def run(args: argparse.Namespace) -> Result:
         return _catalogue(args.types)
     if args.follow and args.format == FORMAT_JSON:
         raise UsageError("--follow streams events: use --format jsonl or text, not json")
-    from the_loop.eventquery import EventFilter, query_events
+    from the_loop.eventquery import query_events
 
     path: Path = args.file or load_context(args).layout.event_log
-    event_filter = EventFilter(
-        types=tuple(args.types),
-        work_item=args.work_item,
-        source=args.source,
-        min_level=args.level,
-        since=args.since,
-    )
+    event_filter = _event_filter(args)
     backlog = query_events(path, event_filter, limit=args.limit)
     if not backlog.found:
         note(
@@ -160,6 +154,18 @@ def run(args: argparse.Namespace) -> Result:
         text=lambda: following.lines(backlog.events),
         summary={"corrupt": backlog.corrupt},
         streaming=True,
+    )
+
+
+def _event_filter(args: argparse.Namespace) -> EventFilter:
+    from the_loop.eventquery import EventFilter
+
+    return EventFilter(
+        types=tuple(args.types),
+        work_item=args.work_item,
+        source=args.source,
+        min_level=args.level,
+        since=args.since,
     )
 
 
