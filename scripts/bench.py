@@ -394,7 +394,7 @@ def check_outputs(root: Root) -> None:
         argv = cli(root, *args)
         return subprocess.run(argv, capture_output=True, text=True, env=CHILD_ENV).stdout
 
-    listed = json.loads(stdout(*LIST))["sessions"]
+    listed = json.loads(stdout(*LIST))["items"]
     expect(len(listed) == root.size, f"list printed {len(listed)} sessions")
     last = stdout(*DRY_RUN).splitlines()[-1]
     expect(last.startswith(f"would reset {root.size} "), f"dry run: {last}")

@@ -101,9 +101,10 @@ def test_json_is_one_document_with_the_events_and_the_corrupt_count(
     code, out, err = run(capsys, "--file", str(sample_log), "--format", "json")
     assert code == 0
     document = json.loads(out)
-    assert list(document) == ["events", "corrupt"]
-    assert document["corrupt"] == 1
-    assert [item["event"] for item in document["events"]] == [
+    assert list(document) == ["version", "command", "ok", "summary", "items", "warnings", "errors"]
+    assert (document["command"], document["summary"]) == ("events", {"corrupt": 1})
+    assert document["warnings"] == [f"skipped 1 corrupt line(s) in {sample_log}"]
+    assert [item["event"] for item in document["items"]] == [
         "session.registered",
         "session.reset",
         "comment.failed",
@@ -191,7 +192,15 @@ def test_a_missing_log_is_an_empty_result_with_a_note(
 ) -> None:
     code, out, err = run(capsys, "--format", "json")
     assert code == 0
-    assert json.loads(out) == {"events": [], "corrupt": 0}
+    assert json.loads(out) == {
+        "version": 1,
+        "command": "events",
+        "ok": True,
+        "summary": {"corrupt": 0},
+        "items": [],
+        "warnings": [],
+        "errors": [],
+    }
     assert err == f"note: {DEFAULT_LOG} does not exist: no events\n"
 
 
@@ -225,7 +234,8 @@ def test_types_as_json_is_the_catalogue_and_type_patterns_narrow_it(
 ) -> None:
     code, out, _ = run(capsys, "--types", "--format", "json")
     assert code == 0
-    assert json.loads(out) == {"eventTypes": EVENT_TYPES}
+    items = json.loads(out)["items"]
+    assert {item["type"]: item["meaning"] for item in items} == EVENT_TYPES
     code, out, _ = run(capsys, "--types", "--type", "comment.*", "--format", "jsonl")
     assert code == 0
     assert [item["type"] for item in jsonl(out)] == ["comment.posted", "comment.failed"]

@@ -72,7 +72,7 @@ class Machine:
     def listed(self, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
         capsys.readouterr()
         assert self.run("sessions", "list", "--format", "json") == 0
-        return json.loads(capsys.readouterr().out)["sessions"]
+        return json.loads(capsys.readouterr().out)["items"]
 
     @property
     def registry(self) -> SessionRegistry:

@@ -147,7 +147,7 @@ def test_the_cli_lists_a_v1_root_without_rewriting_it(
     config = old.tmp_path / "cli-config.yaml"
     config.write_text(f"state:\n  root: {old.layout.root}\n", encoding="utf-8")
     assert main(["--config", str(config), "sessions", "list", "--format", "json"]) == 0
-    [listed] = json.loads(capsys.readouterr().out)["sessions"]
+    [listed] = json.loads(capsys.readouterr().out)["items"]
     assert listed["workItem"] == ITEM.ref
     assert [item["workItem"] for item in listed["pullRequests"]] == [PR.ref]
     assert path.read_bytes() == before

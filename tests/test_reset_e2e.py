@@ -101,7 +101,7 @@ def test_a_dry_run_reports_uncommitted_files_and_unpushed_commits(
     subprocess.run(["git", "-C", str(worktree), "commit", "-qm", "wip"], check=True)
     assert world.run("sessions", "reset", "--all", "--dry-run", "--format", "json") == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["workItems"][0]["checkout"] == (
+    assert document["items"][0]["checkout"] == (
         "would remove the workspace checkout — 2 uncommitted files and 1 unpushed commit "
         "would be lost"
     )

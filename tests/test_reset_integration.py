@@ -286,12 +286,13 @@ def test_require_start_command_off_is_warned_about(
 
 
 def test_json_output_is_one_document(machine: Machine, capsys: pytest.CaptureFixture[str]) -> None:
-    """The --format json report: dryRun, workItems (ResetOutcome.to_dict), warnings."""
+    """The --format json report: the envelope, one item per ResetOutcome.to_dict()."""
     machine.session(ITEM)
     assert machine.run("--work-item", ITEM.ref, "--work-item", OTHER.ref, "--format", "json") == 1
     document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    assert document["dryRun"] is False and document["warnings"] == []
-    first, second = document["workItems"]
+    assert (document["command"], document["ok"]) == ("sessions reset", False)
+    assert document["summary"] == {"dryRun": False} and document["warnings"] == []
+    first, second = document["items"]
     assert first["ref"] == ITEM.ref and first["removed"] == ["session"] and first["ok"]
     assert second["found"] is False
 
@@ -407,7 +408,15 @@ def test_all_on_a_clean_machine_still_prints_one_json_document(
     """cli.md: JSON is one document on stdout, also when there is nothing to reset."""
     assert machine.run("--all", "--format", "json") == 1
     captured = capsys.readouterr()
-    assert json.loads(captured.out) == {"dryRun": False, "workItems": [], "warnings": []}
+    assert json.loads(captured.out) == {
+        "version": 1,
+        "command": "sessions reset",
+        "ok": False,
+        "summary": {"dryRun": False},
+        "items": [],
+        "warnings": [],
+        "errors": ["nothing to reset: this machine holds no work-item state"],
+    }
     assert "nothing to reset: this machine holds no work-item state" in captured.err
 
 

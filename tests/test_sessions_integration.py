@@ -92,7 +92,7 @@ class Loop:
     def listing(self, *extra: str) -> list[dict[str, Any]]:
         code, out, _ = self.output("sessions", "list", "--format", "json", *extra)
         assert code == 0
-        return json.loads(out)["sessions"]
+        return json.loads(out)["items"]
 
     def registry(self) -> SessionRegistry:
         return SessionRegistry(self.state / "local")
@@ -150,7 +150,7 @@ def attach(loop: Loop, *argv: str, work_item: str = ITEM) -> list[str]:
         ["--config", str(loop.config), "sessions", "attach", "--work-item", work_item, *argv]
     )
     recorder = ExecRecorder()
-    assert run_attach(args, execvp=recorder) == 0
+    assert run_attach(args, execvp=recorder).exit_code == 0
     assert len(recorder.calls) == 1
     return recorder.calls[0]
 
@@ -308,7 +308,8 @@ def test_link_pr_leaves_a_checkout_without_a_state_file_alone(loop: Loop, tmp_pa
 def test_an_empty_list_prints_nothing_in_a_table_and_an_empty_document_in_json(loop: Loop):
     assert loop.output("sessions", "list") == (0, "", "")
     code, out, err = loop.output("sessions", "list", "--format", "json")
-    assert (code, json.loads(out), err) == (0, {"sessions": []}, "")
+    document = json.loads(out)
+    assert (code, document["command"], document["items"], err) == (0, "sessions list", [], "")
 
 
 def test_list_filters_by_status_and_shows_the_last_control_command(loop: Loop):
@@ -336,7 +337,7 @@ def test_list_skips_an_unreadable_record_with_a_warning(loop: Loop):
     (loop.state / "local" / "notes.txt").write_text("a stranger's file", encoding="utf-8")
     code, out, err = loop.output("sessions", "list", "--format", "json")
     assert code == 0
-    assert [row["workItem"] for row in json.loads(out)["sessions"]] == [ITEM]
+    assert [row["workItem"] for row in json.loads(out)["items"]] == [ITEM]
     assert "warning: skipping unreadable session record" in err and "github-octo-app-99" in err
     assert "notes.txt" not in err
 
@@ -584,7 +585,7 @@ def test_cleanup_dry_run_says_what_would_go_and_changes_nothing(loop: Loop):
     assert loop.listing()[0]["status"] == "active"
     assert _controls(loop) == before
     code, out, _ = loop.output("sessions", "cleanup", "--work-item", ITEM, "--format", "json")
-    report = json.loads(out)
+    [report] = json.loads(out)["items"]
     assert (code, report["tmuxKilled"], report["recordRemoved"]) == (0, [TARGET], True)
     assert report["checkoutsRemoved"] == [str(loop.worktree)]
     assert not loop.worktree.exists()

@@ -61,7 +61,9 @@ def test_a_machine_with_nothing_retired_exits_0_and_says_so(
     machine.store.write_section(ITEM, "control", {"ref": ITEM.ref, "command": "start"})
     assert machine.run("check") == 0
     assert capsys.readouterr().out == "nothing retired is left on this machine\n"
-    assert machine.json(capsys, "check") == (0, {"clean": True, "retired": [], "checkouts": []})
+    code, document = machine.json(capsys, "check")
+    assert (code, document["ok"], document["items"]) == (0, True, [])
+    assert document["summary"] == {"clean": True, "checkouts": []}
 
 
 def test_every_retired_location_is_listed_with_its_replacement_and_nothing_is_deleted(
@@ -96,8 +98,8 @@ def test_the_json_report_is_one_document_with_stable_keys(
     write(machine.legacy.control_dir / f"{ITEM.slug}.json", {"ref": ITEM.ref, "command": "stop"})
     code, document = machine.json(capsys, "check")
     assert code == 1
-    assert document["clean"] is False
-    [location] = document["retired"]
+    assert document["summary"]["clean"] is False
+    [location] = document["items"]
     assert location == {
         "kind": "legacy-control-record",
         "path": str(machine.legacy.control_dir / f"{ITEM.slug}.json"),
@@ -121,8 +123,8 @@ def test_graph_state_files_are_found_in_session_cwds_and_workspace_checkouts(
     write(WorkItemStateFile(in_workspace, PR).legacy_path, {"workItem": PR.ref})
     code, document = machine.json(capsys, "check")
     assert code == 1
-    assert [item["workItem"] for item in document["retired"]] == [ITEM.ref, PR.ref]
-    assert document["checkouts"] == [str(own), str(in_workspace)]
+    assert [item["workItem"] for item in document["items"]] == [ITEM.ref, PR.ref]
+    assert document["summary"]["checkouts"] == [str(own), str(in_workspace)]
 
 
 def test_no_discover_scans_only_the_checkouts_given(
@@ -136,8 +138,8 @@ def test_no_discover_scans_only_the_checkouts_given(
     write(WorkItemStateFile(given, PR).legacy_path, {"workItem": PR.ref})
     code, document = machine.json(capsys, "check", "--no-discover", "--checkout", str(given))
     assert code == 1
-    assert [item["workItem"] for item in document["retired"]] == [PR.ref]
-    assert document["checkouts"] == [str(given)]
+    assert [item["workItem"] for item in document["items"]] == [PR.ref]
+    assert document["summary"]["checkouts"] == [str(given)]
 
 
 def test_a_checkout_that_is_not_a_directory_is_a_usage_error(
@@ -168,7 +170,7 @@ def test_state_paths_prints_every_generated_path(
     machine = Machine(tmp_path)
     code, document = machine.json(capsys, "paths")
     assert code == 0
-    assert [item["where"] for item in document["paths"]] == [p.where for p in GENERATED_PATHS]
+    assert [item["where"] for item in document["items"]] == [p.where for p in GENERATED_PATHS]
     assert machine.run("paths") == 0
     assert "portable/<slug>.json" in capsys.readouterr().out
 
@@ -179,8 +181,12 @@ def test_state_attributes_prints_the_rule(
     machine = Machine(tmp_path)
     code, document = machine.json(capsys, "attributes")
     assert code == 0
-    assert len(document["attributes"]) == len(ATTRIBUTES)
-    assert document["allowedKinds"]["machine"] == ["machine-handle", "derived"]
-    assert [item["name"] for item in document["files"]] == ["repository", "operator", "machine"]
+    assert len(document["items"]) == len(ATTRIBUTES)
+    assert document["summary"]["allowedKinds"]["machine"] == ["machine-handle", "derived"]
+    assert [item["name"] for item in document["summary"]["files"]] == [
+        "repository",
+        "operator",
+        "machine",
+    ]
     assert machine.run("attributes") == 0
     assert "sessionPerPr" in capsys.readouterr().out

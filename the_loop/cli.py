@@ -1,8 +1,10 @@
 """``the-loop`` entry point: builds the parser from an explicit list of command modules.
 
-``main(argv) -> int`` runs the chosen handler inside one error handler:
-``TheLoopError`` prints ``error: ...`` and returns its exit code, Ctrl-C
-returns 130, and argparse usage errors exit 2 on their own.
+``main(argv) -> int`` runs the chosen handler and renders the ``Result`` it
+returns, inside one error handler: ``TheLoopError`` prints ``error: ...`` and
+returns its exit code, Ctrl-C returns 130, any other exception is a bug (exit 3,
+one line, the traceback in the crash log), and argparse usage errors exit 2 on
+their own. ``docs/cli/exit-codes.md`` lists the codes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from the_loop import __version__
-from the_loop.errors import EXIT_FAILED, EXIT_INTERRUPTED, TheLoopError, describe_error
+from the_loop.errors import (
+    EXIT_BUG,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    TheLoopError,
+    describe_error,
+)
 
 PROG = "the-loop"
 
@@ -79,22 +88,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     parser = build_parser(only=chosen_command(args_list))
     args = parser.parse_args(args_list)
-    handler = getattr(args, "func", None)
-    if handler is None:
+    if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
+    return _run(args, args_list)
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """The command as the JSON envelope names it, e.g. ``sessions reset``."""
+    words = [getattr(args, "command", None), getattr(args, "action", None)]
+    return " ".join(word for word in words if word)
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    from the_loop.commands import render
+
+    render.begin()
+    output_format: str = getattr(args, "format", render.FORMAT_TEXT)
     try:
-        return int(handler(args))
+        result = args.func(args)
+        return render.render(result, output_format, command=command_name(args))
     except TheLoopError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
+        return _failed(str(error), error.exit_code, output_format, args)
     except OSError as error:
         # A store lets an OSError propagate so that nothing claims success; say it plainly.
-        print(f"error: {describe_error(error)}", file=sys.stderr)
-        return EXIT_FAILED
+        return _failed(describe_error(error), EXIT_FAILED, output_format, args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as error:  # a bug: one line, the traceback in the crash log
+        from the_loop.commands.crash import report_bug
+
+        print(f"error: {report_bug(error, args, argv)}", file=sys.stderr)
+        return EXIT_BUG
+
+
+def _failed(message: str, exit_code: int, output_format: str, args: argparse.Namespace) -> int:
+    """Say a failure; as JSON, a failed operation (not bad input) still gets its document."""
+    from the_loop.commands import render
+
+    render.error(message)
+    if output_format == render.FORMAT_JSON and exit_code != EXIT_USAGE:
+        failed = render.Result(exit_code=exit_code)
+        sys.stdout.write(render.envelope(failed, command=command_name(args)))
+    return exit_code
 
 
 def main_entry() -> None:

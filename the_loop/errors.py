@@ -1,12 +1,19 @@
-"""The one error type, the named exit codes, and the warning sink of every collaborator."""
+"""The one error type, the named exit codes (``docs/cli/exit-codes.md``), and the warning
+sink of every collaborator."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+#: Success.
 EXIT_OK = 0
+#: An operation failed, or nothing was found: the report says what.
 EXIT_FAILED = 1
+#: Invalid input: one line on stderr, nothing touched.
 EXIT_USAGE = 2
+#: A bug: an unexpected exception, its traceback in ``<state root>/logs/crash.log``.
+EXIT_BUG = 3
+#: Ctrl-C.
 EXIT_INTERRUPTED = 130
 
 #: Where a store, the dispatcher or a domain function sends a warning sentence.

@@ -9,13 +9,29 @@ the pure-Python one, several times slower on ten thousand rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
-def rows_document(key: str, rows: Iterable[Mapping[str, Any]]) -> str:
-    """The document whose only member ``key`` holds ``rows``, ending with a newline."""
+def rows_document(
+    key: str,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    before: Mapping[str, Any] | None = None,
+    after: Callable[[], Mapping[str, Any]] | None = None,
+) -> str:
+    """The document whose member ``key`` holds ``rows``, ending with a newline.
+
+    ``before``'s members come first; ``after()`` is called once every row is
+    encoded, and its members come last (so they can say what producing the rows said).
+    """
     encode = json.JSONEncoder(ensure_ascii=False).encode
     body = ",\n".join("  " + encode(row) for row in rows)
-    head = encode(key)
-    return f"{{{head}: [\n{body}\n]}}\n" if body else f"{{{head}: []}}\n"
+    head = "".join(f"{encode(name)}: {encode(value)}, " for name, value in (before or {}).items())
+    tail = "".join(f", {encode(name)}: {encode(value)}" for name, value in _members(after))
+    rows_text = f"[\n{body}\n]" if body else "[]"
+    return f"{{{head}{encode(key)}: {rows_text}{tail}}}\n"
+
+
+def _members(after: Callable[[], Mapping[str, Any]] | None) -> Iterable[tuple[str, Any]]:
+    return after().items() if after is not None else ()

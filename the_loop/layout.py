@@ -18,6 +18,7 @@ PORTABLE_DIR = "portable"
 LOCAL_DIR = "local"
 LOCKS_DIR = "locks"
 EVENT_LOG = "logs/events.jsonl"
+CRASH_LOG = "logs/crash.log"
 WEBHOOK_PIDFILE = "gh-webhook.pid"
 POLL_PIDFILE = "poll.pid"
 ETAG_CACHE_FILE = "poll-etags.json"
@@ -55,6 +56,10 @@ class StateLayout:
     @property
     def event_log(self) -> Path:
         return self.event_log_override or self.root / EVENT_LOG
+
+    @property
+    def crash_log(self) -> Path:
+        return self.root / CRASH_LOG
 
     @property
     def pidfile(self) -> Path:
@@ -182,6 +187,13 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         False,
         "the append-only JSONL event log",
         "the audit trail of every decision; never rewritten",
+    ),
+    GeneratedPath(
+        "crash log",
+        "logs/crash.log",
+        False,
+        "the traceback of every internal error (exit 3), appended",
+        "a bug is reported in one line; the details wait here for a bug report",
     ),
     GeneratedPath(
         "webhook pidfile",

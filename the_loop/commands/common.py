@@ -8,19 +8,32 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from the_loop.commands.render import (
+    FORMAT_JSON,
+    FORMAT_JSONL,
+    FORMAT_TABLE,
+    FORMAT_TEXT,
+    note,
+    warn,
+)
+from the_loop.commands.render import error as error_line
 from the_loop.config import Config, load_config
 from the_loop.layout import StateLayout, layout_from_config
 
-FORMAT_TABLE = "table"
-FORMAT_JSON = "json"
-FORMAT_TEXT = "text"
+__all__ = [
+    "FORMAT_JSON",
+    "FORMAT_JSONL",
+    "FORMAT_TABLE",
+    "FORMAT_TEXT",
+    "error_line",
+    "note",
+    "warn",
+]
 
 
 def state_dir_parent() -> argparse.ArgumentParser:
@@ -42,12 +55,18 @@ def state_dir_parent() -> argparse.ArgumentParser:
     return parent
 
 
-def format_parent(*choices: str, default: str) -> argparse.ArgumentParser:
-    """``--format`` with the given choices."""
+def format_parent(*, table: bool = False, jsonl: bool = False) -> argparse.ArgumentParser:
+    """``--format``, the one declaration: ``text`` (default) and ``json`` everywhere;
+    ``table`` (an alias of text) where it was accepted before; ``jsonl`` where output streams.
+    """
+    choices = [FORMAT_TEXT, FORMAT_JSON]
+    choices += [FORMAT_TABLE] if table else []
+    choices += [FORMAT_JSONL] if jsonl else []
+    help_text = "output format: text (default), json (one document: docs/cli/json.md)"
+    help_text += ", table (same as text)" if table else ""
+    help_text += ", jsonl (one item per line)" if jsonl else ""
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument(
-        "--format", choices=choices, default=default, help=f"output format (default: {default})"
-    )
+    parent.add_argument("--format", choices=choices, default=FORMAT_TEXT, help=help_text)
     return parent
 
 
@@ -79,33 +98,6 @@ def current_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
-
-
-def print_json(document: Any) -> None:
-    """One JSON document on stdout, stable key order as given."""
-    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-
-
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
-def note(message: str) -> None:
-    print(f"note: {message}", file=sys.stderr)
-
-
-def error_line(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-
-
-def print_table(headers: list[str], rows: list[list[str]]) -> None:
-    """A plain aligned table on stdout."""
-    widths = [len(header) for header in headers]
-    for row in rows:
-        widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
-    for row in [headers, *rows]:
-        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        print(line.rstrip())
 
 
 def work_item_type(text: str) -> Any:

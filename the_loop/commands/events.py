@@ -1,31 +1,30 @@
 """`the-loop events`: read, filter and follow the event log, or print its catalogue.
 
-The handler turns the flags into an ``eventquery.EventFilter``, reads the backlog,
-renders it as a table, one JSON document or JSON lines, and with ``--follow`` keeps
-printing matching events as they are appended until Ctrl-C.
+The handler turns the flags into an ``eventquery.EventFilter``, reads the backlog
+and returns it for the renderer (a table, one JSON document or JSON lines); with
+``--follow`` the result goes on yielding matching events as they are appended, until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import os
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
     FORMAT_JSON,
-    FORMAT_TABLE,
+    FORMAT_JSONL,
     format_parent,
     load_context,
     note,
-    print_json,
     warn,
     work_item_type,
 )
-from the_loop.errors import EXIT_OK, UsageError
+from the_loop.commands.render import Result
+from the_loop.errors import UsageError
 from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, LEVELS
 
 if TYPE_CHECKING:
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 
     from the_loop.eventquery import EventFilter
 
-FORMAT_JSONL = "jsonl"
 HEADERS = ("ts", "level", "source", "event", "work_item", "fields")
 #: Minimum column widths, so rows printed while following line up with the backlog.
 MIN_WIDTHS: tuple[int, ...] = (24, 7, 8, 20, 20, 0)
@@ -44,7 +42,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register `events`."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "events",
-        parents=[format_parent(FORMAT_TABLE, FORMAT_JSON, FORMAT_JSONL, default=FORMAT_TABLE)],
+        parents=[format_parent(table=True, jsonl=True)],
         help="read, filter and follow the event log",
         description="Print the events of the append-only event log that match every filter.",
     )
@@ -122,102 +120,97 @@ def positive_int(text: str) -> int:
     return value
 
 
-def run(args: argparse.Namespace) -> int:
-    """The `events` handler."""
+def run(args: argparse.Namespace) -> Result:
+    """The `events` handler: the matching backlog, and with ``--follow`` what comes after."""
     _warn_unknown_patterns(args.types)
     if args.catalogue:
-        return _print_catalogue(args.types, args.format)
+        return _catalogue(args.types)
     if args.follow and args.format == FORMAT_JSON:
-        raise UsageError("--follow streams events: use --format jsonl or table, not json")
-    from the_loop.eventquery import EventFilter
+        raise UsageError("--follow streams events: use --format jsonl or text, not json")
+    from the_loop.eventquery import query_events
 
     path: Path = args.file or load_context(args).layout.event_log
-    event_filter = EventFilter(
+    event_filter = _event_filter(args)
+    backlog = query_events(path, event_filter, limit=args.limit)
+    if not backlog.found:
+        note(
+            f"waiting for {path} to appear" if args.follow else f"{path} does not exist: no events"
+        )
+    if backlog.corrupt:
+        warn(f"skipped {backlog.corrupt} corrupt line(s) in {path}")
+    textual = args.format not in (FORMAT_JSON, FORMAT_JSONL)
+    if textual and backlog.found and not backlog.events and not args.follow:
+        note(f"no matching events in {path}")
+    if not args.follow:
+        rows = [table_row(event) for event in backlog.events] if textual else []
+        return Result(
+            items=backlog.events,
+            text=lambda: _table_lines(rows, follow=False)[0],
+            summary={"corrupt": backlog.corrupt},
+        )
+    following = Following(path, event_filter, backlog.end_offset)
+    return Result(
+        items=itertools.chain(backlog.events, following.events()),
+        text=lambda: following.lines(backlog.events),
+        summary={"corrupt": backlog.corrupt},
+        streaming=True,
+    )
+
+
+def _event_filter(args: argparse.Namespace) -> EventFilter:
+    from the_loop.eventquery import EventFilter
+
+    return EventFilter(
         types=tuple(args.types),
         work_item=args.work_item,
         source=args.source,
         min_level=args.level,
         since=args.since,
     )
-    try:
-        end_offset, widths = _print_backlog(path, event_filter, args)
-        if args.follow:
-            _follow(path, event_filter, args.format, offset=end_offset, widths=widths)
-    except BrokenPipeError:
-        # The reader went away (`| head`): stop quietly, like any Unix filter.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return EXIT_OK
 
 
-def _print_backlog(
-    path: Path, event_filter: EventFilter, args: argparse.Namespace
-) -> tuple[int, list[int]]:
-    """Print the matching events already in the log; return where a follower starts
-    and the table's column widths."""
-    from the_loop.eventquery import query_events
+class Following:
+    """The events appended after ``offset`` that match, until Ctrl-C."""
 
-    result = query_events(path, event_filter, limit=args.limit)
-    if not result.found:
-        note(
-            f"waiting for {path} to appear" if args.follow else f"{path} does not exist: no events"
+    def __init__(self, path: Path, event_filter: EventFilter, offset: int) -> None:
+        self.path, self.event_filter, self.offset = path, event_filter, offset
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        import time  # looked up per call: `time.sleep` is the one process boundary here
+
+        from the_loop.eventquery import follow_events
+
+        def corrupt_line(_line: bytes) -> None:
+            warn(f"skipped 1 corrupt line(s) in {self.path}")
+
+        yield from follow_events(
+            self.path,
+            self.event_filter,
+            offset=self.offset,
+            sleep=time.sleep,
+            on_corrupt=corrupt_line,
         )
-    if result.corrupt:
-        warn(f"skipped {result.corrupt} corrupt line(s) in {path}")
-    widths = list(MIN_WIDTHS)
-    if args.format == FORMAT_JSON:
-        print_json(result.to_dict())
-    elif args.format == FORMAT_JSONL:
-        for event in result.events:
-            _print_jsonl(event)
-    else:
-        widths = _print_table(result.events, follow=args.follow)
-        if result.found and not result.events and not args.follow:
-            note(f"no matching events in {path}")
-    return result.end_offset, widths
+
+    def lines(self, backlog: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+        """The backlog's table (header always), then one row per followed event."""
+        lines, widths = _table_lines([table_row(event) for event in backlog], follow=True)
+        yield from lines
+        for event in self.events():
+            yield _row_line(table_row(event), widths)
 
 
-def _follow(
-    path: Path, event_filter: EventFilter, output_format: str, *, offset: int, widths: list[int]
-) -> None:
-    """Print matching events as they are appended, until Ctrl-C."""
-    import time  # looked up per call: `time.sleep` is the one process boundary here
-
-    from the_loop.eventquery import follow_events
-
-    def corrupt_line(_line: bytes) -> None:
-        warn(f"skipped 1 corrupt line(s) in {path}")
-
-    sys.stdout.flush()
-    for event in follow_events(
-        path, event_filter, offset=offset, sleep=time.sleep, on_corrupt=corrupt_line
-    ):
-        if output_format == FORMAT_JSONL:
-            _print_jsonl(event)
-        else:
-            _print_row(table_row(event), widths)
-        sys.stdout.flush()
-
-
-def _print_jsonl(event: Mapping[str, Any]) -> None:
-    sys.stdout.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n")
-
-
-def _print_table(events: Iterable[Mapping[str, Any]], *, follow: bool) -> list[int]:
-    """Print the header and rows (nothing when empty, unless following); return the widths."""
-    rows = [table_row(event) for event in events]
+def _table_lines(rows: list[list[str]], *, follow: bool) -> tuple[list[str], list[int]]:
+    """The header and rows (nothing when empty, unless following), and the column widths."""
     if not rows and not follow:
-        return list(MIN_WIDTHS)
+        return [], list(MIN_WIDTHS)
     widths = list(MIN_WIDTHS) if follow else [0] * len(HEADERS)
     for row in [list(HEADERS), *rows]:
         widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
-    for row in [list(HEADERS), *rows]:
-        _print_row(row, widths)
-    return widths
+    return [_row_line(row, widths) for row in [list(HEADERS), *rows]], widths
 
 
-def _print_row(row: Sequence[str], widths: Iterable[int]) -> None:
-    line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-    sys.stdout.write(line.rstrip() + "\n")
+def _row_line(row: Sequence[str], widths: Iterable[int]) -> str:
+    return "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
 
 
 def table_row(event: Mapping[str, Any]) -> list[str]:
@@ -242,7 +235,7 @@ def _cell(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _print_catalogue(patterns: list[str], output_format: str) -> int:
+def _catalogue(patterns: list[str]) -> Result:
     from the_loop.eventquery import matches_any
 
     catalogue = {
@@ -250,16 +243,11 @@ def _print_catalogue(patterns: list[str], output_format: str) -> int:
         for name, meaning in EVENT_TYPES.items()
         if not patterns or matches_any(name, patterns)
     }
-    if output_format == FORMAT_JSON:
-        print_json({"eventTypes": catalogue})
-    elif output_format == FORMAT_JSONL:
-        for name, meaning in catalogue.items():
-            _print_jsonl({"type": name, "meaning": meaning})
-    else:
-        width = max((len(name) for name in catalogue), default=0)
-        for name, meaning in catalogue.items():
-            sys.stdout.write(f"{name.ljust(width)}  {meaning}\n")
-    return EXIT_OK
+    width = max((len(name) for name in catalogue), default=0)
+    return Result(
+        items=[{"type": name, "meaning": meaning} for name, meaning in catalogue.items()],
+        text=lambda: [f"{name.ljust(width)}  {meaning}" for name, meaning in catalogue.items()],
+    )
 
 
 def _warn_unknown_patterns(patterns: list[str]) -> None:

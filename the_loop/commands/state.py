@@ -13,16 +13,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from the_loop.commands.common import (
-    FORMAT_JSON,
-    FORMAT_TABLE,
-    format_parent,
-    load_context,
-    print_json,
-    print_table,
-    state_dir_parent,
-    warn,
-)
+from the_loop.commands.common import format_parent, load_context, state_dir_parent, warn
+from the_loop.commands.render import Result, table_lines
 from the_loop.errors import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -40,7 +32,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "older release left on this machine, the generated paths and the attribute rule.",
     )
     actions = parser.add_subparsers(dest="action", metavar="<action>", required=True)
-    formats = format_parent(FORMAT_TABLE, FORMAT_JSON, default=FORMAT_TABLE)
+    formats = format_parent(table=True)
     check = actions.add_parser(
         "check",
         parents=[state_dir_parent(), formats],
@@ -86,7 +78,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(args: argparse.Namespace) -> Result:
     """Report retired locations; exit 1 while any is left."""
     from the_loop.commands.stores import open_stores
     from the_loop.errors import UsageError
@@ -107,67 +99,65 @@ def run_check(args: argparse.Namespace) -> int:
     report = find_retired(
         layout=context.layout, registry=stores.registry, store=stores.store, checkouts=checkouts
     )
-    if args.format == FORMAT_JSON:
-        print_json(report.to_dict())
-    elif report.clean:
-        print("nothing retired is left on this machine")
-    else:
-        _print_report(report)
-    return EXIT_OK if report.clean else EXIT_FAILED
+    document = report.to_dict()
+    return Result(
+        items=document.pop("retired"),
+        text=lambda: _report_lines(report),
+        summary=document,
+        exit_code=EXIT_OK if report.clean else EXIT_FAILED,
+    )
 
 
-def _print_report(report: UpgradeReport) -> None:
+def _report_lines(report: UpgradeReport) -> list[str]:
     from the_loop.upgrade import RETIRED_KINDS
 
+    if report.clean:
+        return ["nothing retired is left on this machine"]
     rows = [
         [item.kind, "yes" if item.read else "no", item.ref or "-", item.path, item.detail]
         for item in report.locations
     ]
-    print_table(CHECK_HEADERS, rows)
     kinds = list(dict.fromkeys(item.kind for item in report.locations))
-    print()
-    print("replaced by:")
     width = max(len(kind) for kind in kinds)
-    for kind in kinds:
-        print(f"  {kind.ljust(width)}  {RETIRED_KINDS[kind][1]}")
     count, read = len(report.locations), len(report.still_read)
     noun = "location" if count == 1 else "locations"
-    print()
-    print(
+    return [
+        *table_lines(CHECK_HEADERS, rows),
+        "",
+        "replaced by:",
+        *(f"  {kind.ljust(width)}  {RETIRED_KINDS[kind][1]}" for kind in kinds),
+        "",
         f"{count} retired {noun} left, {read} still read as a fallback; nothing was deleted. "
-        "Remove what is no longer read once you no longer need it."
-    )
+        "Remove what is no longer read once you no longer need it.",
+    ]
 
 
-def run_paths(args: argparse.Namespace) -> int:
-    """Print ``GENERATED_PATHS``."""
+def run_paths(_args: argparse.Namespace) -> Result:
+    """``GENERATED_PATHS``, one item per path."""
     from the_loop.layout import GENERATED_PATHS
 
-    if args.format == FORMAT_JSON:
-        print_json({"paths": [dataclasses.asdict(path) for path in GENERATED_PATHS]})
-        return EXIT_OK
     rows = [
         [path.where, "yes" if path.portable else "no", path.name, path.holds]
         for path in GENERATED_PATHS
     ]
-    print_table(["WHERE", "TRAVELS", "NAME", "HOLDS"], rows)
-    return EXIT_OK
+    return Result(
+        items=[dataclasses.asdict(path) for path in GENERATED_PATHS],
+        text=lambda: table_lines(["WHERE", "TRAVELS", "NAME", "HOLDS"], rows),
+    )
 
 
-def run_attributes(args: argparse.Namespace) -> int:
-    """Print ``ATTRIBUTES`` (and, as JSON, the files, kinds and allowed kinds too)."""
+def run_attributes(_args: argparse.Namespace) -> Result:
+    """``ATTRIBUTES``, one item per key; the summary holds the files, kinds and allowed kinds."""
     from the_loop.attributes import ALLOWED_KINDS, ATTRIBUTE_FILES, ATTRIBUTE_KINDS, ATTRIBUTES
 
-    if args.format == FORMAT_JSON:
-        print_json(
-            {
-                "files": [dataclasses.asdict(item) for item in ATTRIBUTE_FILES],
-                "kinds": dict(ATTRIBUTE_KINDS),
-                "allowedKinds": {name: list(kinds) for name, kinds in ALLOWED_KINDS.items()},
-                "attributes": [dataclasses.asdict(item) for item in ATTRIBUTES],
-            }
-        )
-        return EXIT_OK
     rows = [[item.file, item.key, item.kind, item.holds] for item in ATTRIBUTES]
-    print_table(["FILE", "KEY", "KIND", "HOLDS"], rows)
-    return EXIT_OK
+    summary = {
+        "files": [dataclasses.asdict(item) for item in ATTRIBUTE_FILES],
+        "kinds": dict(ATTRIBUTE_KINDS),
+        "allowedKinds": {name: list(kinds) for name, kinds in ALLOWED_KINDS.items()},
+    }
+    return Result(
+        items=[dataclasses.asdict(item) for item in ATTRIBUTES],
+        text=lambda: table_lines(["FILE", "KEY", "KIND", "HOLDS"], rows),
+        summary=summary,
+    )

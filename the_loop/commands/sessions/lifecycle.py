@@ -13,15 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
-    FORMAT_JSON,
-    FORMAT_TEXT,
     Context,
-    error_line,
     format_parent,
     load_context,
-    print_json,
     work_item_parent,
 )
+from the_loop.commands.render import Result
 from the_loop.commands.sessions.comments import comment_parent, post_keyword
 from the_loop.commands.sessions.release import clean_up, planned_cleanup
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
@@ -39,10 +36,10 @@ if TYPE_CHECKING:
 
 def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Register ``close``, ``start``, ``pause``, ``resume``, ``stop`` and ``cleanup``."""
-    item, comment = work_item_parent(), comment_parent()
+    item, comment, formats = work_item_parent(), comment_parent(), format_parent()
     close = actions.add_parser(
         "close",
-        parents=[*parents, item],
+        parents=[*parents, item, formats],
         help="end a live session through the dispatcher's close path",
         description="Close the work item's live session: the record is closed, every "
         "endpoint's harness is ended, the tmux session kept or killed and the checkout "
@@ -66,7 +63,7 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     close.set_defaults(func=run_close, keep_tmux=None)
     start = actions.add_parser(
         "start",
-        parents=[*parents, item, comment],
+        parents=[*parents, item, comment, formats],
         help="start (or resume) the work item's session",
         description="Record `start` and spawn the agent in tmux inside a checkout; a paused "
         "session is resumed instead, a running one is left alone.",
@@ -82,12 +79,12 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     start.set_defaults(func=run_start)
     for name, run, text, description in _KEYWORD_ACTIONS:
         parser = actions.add_parser(
-            name, parents=[*parents, item, comment], help=text, description=description
+            name, parents=[*parents, item, comment, formats], help=text, description=description
         )
         parser.set_defaults(func=run)
     cleanup = actions.add_parser(
         "cleanup",
-        parents=[*parents, item, format_parent(FORMAT_TEXT, FORMAT_JSON, default=FORMAT_TEXT)],
+        parents=[*parents, item, formats],
         help="release every local resource of a work item",
         description="End every tmux session of the work item, remove its checkout(s) and "
         "forget its session record, whatever the retention settings; record `cleanup`.",
@@ -101,7 +98,17 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
 # -- close and stop ----------------------------------------------------------
 
 
-def run_close(args: argparse.Namespace) -> int:
+def reported(ref: WorkItemRef, outcome: str, line: str, **facts: Any) -> Result:
+    """The result of a one-item action: ``{"ref", "outcome", ...facts}`` and its text line."""
+    item = {"ref": ref.ref, "outcome": outcome, **facts}
+    return Result(items=(item,), text=lambda: (line,))
+
+
+def _facts(session: Session | None) -> dict[str, Any]:
+    return {"session": session.to_dict() if session is not None else None}
+
+
+def run_close(args: argparse.Namespace) -> Result:
     """Close the live session (exit 1 when there is none)."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
@@ -111,11 +118,11 @@ def run_close(args: argparse.Namespace) -> int:
         raise TheLoopError(f"{ref.ref} has no live session on this machine")
     dispatcher = open_dispatcher(context, stores)
     removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
-    print(_closed_line(dispatcher.settings, session, removed, args.keep_tmux))
-    return EXIT_OK
+    line = _closed_line(dispatcher.settings, session, removed, args.keep_tmux)
+    return reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
 
 
-def run_stop(args: argparse.Namespace) -> int:
+def run_stop(args: argparse.Namespace) -> Result:
     """Record ``stop`` and take the close path when a session is live."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
@@ -124,12 +131,14 @@ def run_stop(args: argparse.Namespace) -> int:
     dispatcher = open_dispatcher(context, stores) if session is not None else None
     _record(context, stores, ref, STOP)
     if session is None or dispatcher is None:
-        print(f"{ref.ref}: recorded stop; no live session on this machine")
+        line = f"{ref.ref}: recorded stop; no live session on this machine"
+        result = reported(ref, "recorded", line, checkoutRemoved=False, **_facts(None))
     else:
         removed = dispatcher.close_session(session, "stop")
-        print(_closed_line(dispatcher.settings, session, removed, None))
+        line = _closed_line(dispatcher.settings, session, removed, None)
+        result = reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
     post_keyword(args.comment, context, stores, ref, STOP)
-    return EXIT_OK
+    return result
 
 
 def _closed_line(
@@ -151,7 +160,7 @@ def _closed_line(
 # -- start, pause, resume ----------------------------------------------------
 
 
-def run_start(args: argparse.Namespace) -> int:
+def run_start(args: argparse.Namespace) -> Result:
     """Spawn a session, resume a paused one, or say that one is running (exit 0)."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
@@ -166,18 +175,22 @@ def run_start(args: argparse.Namespace) -> int:
             actor=context.actor,
             record_control=True,
         )
-        print(_started_line(spawned.session, spawned.checkout))
+        line = _started_line(spawned.session, spawned.checkout)
+        checkout = str(spawned.checkout) if spawned.checkout is not None else None
+        result = reported(ref, "started", line, checkout=checkout, **_facts(spawned.session))
     elif session.is_paused or _agent_gone(dispatcher, session):
         # resume_session also restarts an active session's agent whose tmux session ended.
         _record(context, stores, ref, START)
         was = "paused" if session.is_paused else "ended"
         resumed = dispatcher.resume_session(session, actor=context.actor)
-        print(f"{ref.ref}: resumed the {was} {resumed.harness} session{_in_tmux(resumed)}")
+        line = f"{ref.ref}: resumed the {was} {resumed.harness} session{_in_tmux(resumed)}"
+        result = reported(ref, "resumed", line, checkout=resumed.cwd, **_facts(resumed))
     else:
         _record(context, stores, ref, START)
-        print(f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}")
+        line = f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}"
+        result = reported(ref, "already running", line, checkout=session.cwd, **_facts(session))
     post_keyword(args.comment, context, stores, ref, START)
-    return EXIT_OK
+    return result
 
 
 def _agent_gone(dispatcher: Dispatcher, session: Session) -> bool:
@@ -195,7 +208,7 @@ def _in_tmux(session: Session) -> str:
     return ident + tmux
 
 
-def run_pause(args: argparse.Namespace) -> int:
+def run_pause(args: argparse.Namespace) -> Result:
     """Record ``pause`` and pause the live session: deliveries are held."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
@@ -204,16 +217,18 @@ def run_pause(args: argparse.Namespace) -> int:
     paused = stores.registry.pause(ref)
     current = paused or stores.registry.find_by_work_item(ref)
     if paused is not None:
-        print(f"{ref.ref}: paused the {paused.harness} session; events are held until resume")
+        line = f"{ref.ref}: paused the {paused.harness} session; events are held until resume"
+        result = reported(ref, "paused", line, **_facts(paused))
     elif current is not None and current.is_paused:
-        print(f"{ref.ref}: already paused")
+        result = reported(ref, "already paused", f"{ref.ref}: already paused", **_facts(current))
     else:
-        print(f"{ref.ref}: recorded pause; no live session on this machine")
+        line = f"{ref.ref}: recorded pause; no live session on this machine"
+        result = reported(ref, "recorded", line, **_facts(None))
     post_keyword(args.comment, context, stores, ref, PAUSE)
-    return EXIT_OK
+    return result
 
 
-def run_resume(args: argparse.Namespace) -> int:
+def run_resume(args: argparse.Namespace) -> Result:
     """Record ``resume`` and resume a paused session: events are delivered again."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
@@ -223,14 +238,17 @@ def run_resume(args: argparse.Namespace) -> int:
     dispatcher = open_dispatcher(context, stores) if paused else None
     _record(context, stores, ref, RESUME)
     if session is None:
-        print(f"{ref.ref}: recorded resume; no live session on this machine")
+        line = f"{ref.ref}: recorded resume; no live session on this machine"
+        result = reported(ref, "recorded", line, **_facts(None))
     elif dispatcher is None:
-        print(f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}")
+        line = f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}"
+        result = reported(ref, "already running", line, **_facts(session))
     else:
         resumed = dispatcher.resume_session(session, actor=context.actor)
-        print(f"{ref.ref}: resumed the {resumed.harness} session{_in_tmux(resumed)}")
+        line = f"{ref.ref}: resumed the {resumed.harness} session{_in_tmux(resumed)}"
+        result = reported(ref, "resumed", line, **_facts(resumed))
     post_keyword(args.comment, context, stores, ref, RESUME)
-    return EXIT_OK
+    return result
 
 
 def _record(context: Context, stores: Stores, ref: WorkItemRef, command: str) -> None:
@@ -240,7 +258,7 @@ def _record(context: Context, stores: Stores, ref: WorkItemRef, command: str) ->
 # -- cleanup -----------------------------------------------------------------
 
 
-def run_cleanup(args: argparse.Namespace) -> int:
+def run_cleanup(args: argparse.Namespace) -> Result:
     """Release every local resource (or, with ``--dry-run``, say what would go); exit 1 when
     a step failed."""
     ref: WorkItemRef = args.work_item
@@ -251,31 +269,34 @@ def run_cleanup(args: argparse.Namespace) -> int:
         outcome = planned_cleanup(dispatcher, ref)
     else:
         outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
-    if args.format == FORMAT_JSON:
-        print_json(outcome.to_dict())
-    else:
-        _print_cleanup(outcome)
-    return EXIT_FAILED if outcome.errors else EXIT_OK
+    return Result(
+        items=(outcome.to_dict(),),
+        text=lambda: _cleanup_lines(outcome),
+        summary={"dryRun": outcome.dry_run},
+        errors=tuple(f"{outcome.ref}: {problem}" for problem in outcome.errors),
+        exit_code=EXIT_FAILED if outcome.errors else EXIT_OK,
+    )
 
 
-def _print_cleanup(outcome: CleanupOutcome) -> None:
+def _cleanup_lines(outcome: CleanupOutcome) -> list[str]:
+    """The text report of a cleanup (its errors are the result's, printed after)."""
     ref, dry = outcome.ref, outcome.dry_run
     end, remove = ("would end", "would remove") if dry else ("ended", "removed")
     lost = "would be lost" if dry else "is gone"
-    for name in outcome.tmux_killed:
-        print(f"{ref}: {end} tmux session {name}")
-    for path in outcome.checkouts_removed:
-        print(f"{ref}: {remove} checkout {path} — uncommitted work in it {lost}")
+    lines = [f"{ref}: {end} tmux session {name}" for name in outcome.tmux_killed]
+    lines += [
+        f"{ref}: {remove} checkout {path} — uncommitted work in it {lost}"
+        for path in outcome.checkouts_removed
+    ]
     if outcome.record_removed:
-        print(f"{ref}: {remove} the session record")
-    for problem in outcome.errors:
-        error_line(f"{ref}: {problem}")
+        lines.append(f"{ref}: {remove} the session record")
     if not (outcome.tmux_killed or outcome.checkouts_removed or outcome.record_removed):
-        print(f"{ref}: nothing local to release")
+        lines.append(f"{ref}: nothing local to release")
     elif dry:
-        print(f"{ref}: would clean up (dry run — nothing was changed)")
+        lines.append(f"{ref}: would clean up (dry run — nothing was changed)")
     else:
-        print(f"{ref}: cleaned up")
+        lines.append(f"{ref}: cleaned up")
+    return lines
 
 
 _KEYWORD_ACTIONS = (

@@ -13,25 +13,22 @@ import gc
 import os
 import re
 import sys
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 from the_loop.commands.common import (
-    FORMAT_JSON,
-    FORMAT_TABLE,
     format_parent,
     load_context,
     note,
-    print_table,
     warn,
     work_item_parent,
     work_item_type,
 )
+from the_loop.commands.render import Result, table_lines
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
-from the_loop.errors import EXIT_OK, TheLoopError, UsageError
-from the_loop.jsonrows import rows_document
+from the_loop.errors import TheLoopError, UsageError
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import CLOSED, STATUSES, Session
 
@@ -54,7 +51,7 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
 def _add_register(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser = actions.add_parser(
         "register",
-        parents=[*parents, work_item_parent()],
+        parents=[*parents, work_item_parent(), format_parent()],
         help="record a session that was started by hand",
         description="Record an agent session started outside the-loop, so the other actions "
         "know it. A second live session for the same work item is refused without --force.",
@@ -79,7 +76,7 @@ def _add_register(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
 def _add_link_pr(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser = actions.add_parser(
         "link-pr",
-        parents=[*parents, work_item_parent()],
+        parents=[*parents, work_item_parent(), format_parent()],
         help="record a pull request as delivering a work item",
         description="Link a pull request to the work item's session record, its work-item "
         "state file and its portable record. Linking twice changes nothing.",
@@ -97,7 +94,7 @@ def _add_link_pr(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
 def _add_list(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser = actions.add_parser(
         "list",
-        parents=[*parents, format_parent(FORMAT_TABLE, FORMAT_JSON, default=FORMAT_TABLE)],
+        parents=[*parents, format_parent(table=True)],
         help="list the session records on this machine",
         description="One row per session record. Reads the records only: no tmux, no git.",
     )
@@ -144,7 +141,7 @@ def pull_request_type(text: str) -> WorkItemRef | int:
 # -- register ----------------------------------------------------------------
 
 
-def run_register(args: argparse.Namespace) -> int:
+def run_register(args: argparse.Namespace) -> Result:
     """Write a session record for a session started by hand."""
     ref: WorkItemRef = args.work_item
     cwd = _session_dir(args.cwd)
@@ -159,8 +156,9 @@ def run_register(args: argparse.Namespace) -> int:
             f"{ref.ref}: replaced a live session whose tmux session {previous.tmux_target} "
             "may still be running; end it with tmux if it is"
         )
-    print(f"{ref.ref}: registered {args.harness} session {args.harness_session_id} in {cwd}")
-    return EXIT_OK
+    line = f"{ref.ref}: registered {args.harness} session {args.harness_session_id} in {cwd}"
+    item = {"ref": ref.ref, "outcome": "registered", "session": session.to_dict()}
+    return Result(items=(item,), text=lambda: (line,))
 
 
 def _session_dir(given: Path | None) -> Path:
@@ -181,7 +179,7 @@ def _warn_when_harness_missing(config: Any, harness: str) -> None:
 # -- link-pr -----------------------------------------------------------------
 
 
-def run_link_pr(args: argparse.Namespace) -> int:
+def run_link_pr(args: argparse.Namespace) -> Result:
     """Link a pull request to the work item: registry, state file, portable record."""
     owner: WorkItemRef = args.work_item
     given: WorkItemRef | int = args.pull_request
@@ -199,9 +197,10 @@ def run_link_pr(args: argparse.Namespace) -> int:
 
     PollState(stores.store, registry=stores.registry).own(pr, owner)
     _link_in_state_file(record, pr)
-    already = before.owns(pr)
-    print(f"{owner.ref}: {'already linked' if already else 'linked'} pull request {pr.ref}")
-    return EXIT_OK
+    outcome = "already linked" if before.owns(pr) else "linked"
+    line = f"{owner.ref}: {outcome} pull request {pr.ref}"
+    item = {"ref": owner.ref, "outcome": outcome, "pullRequest": pr.ref}
+    return Result(items=(item,), text=lambda: (line,))
 
 
 def _link_in_state_file(record: Session, pr: WorkItemRef) -> None:
@@ -218,30 +217,32 @@ def _link_in_state_file(record: Session, pr: WorkItemRef) -> None:
 # -- list --------------------------------------------------------------------
 
 
-def run_list(args: argparse.Namespace) -> int:
-    """Print every session record (optionally of one status).
+def run_list(args: argparse.Namespace) -> Result:
+    """Every session record (optionally of one status), one item each.
 
-    With none, the table prints nothing and JSON prints ``{"sessions": []}``.
+    With none, the table prints nothing and JSON has no items. The items are
+    encoded one by one as the renderer writes them.
     """
     stores = open_stores(load_context(args))
-    # Rendering keeps every row until it is printed: it runs inside the block too.
     with reading_every_record(stores):
         sessions = stores.registry.list_sessions(args.status)
         commands = [_last_command(stores, session) for session in sessions]
-        pairs = zip(sessions, commands, strict=True)
-        if args.format == FORMAT_JSON:
-            _print_sessions(_document(session, command) for session, command in pairs)
-        elif sessions:
-            print_table(LIST_HEADERS, [_row(session, command) for session, command in pairs])
-    return EXIT_OK
+    pairs = list(zip(sessions, commands, strict=True))
+
+    def text() -> list[str]:
+        rows = [_row(session, command) for session, command in pairs]
+        return table_lines(LIST_HEADERS, rows) if rows else []
+
+    return Result(items=(_document(session, command) for session, command in pairs), text=text)
 
 
 @contextlib.contextmanager
 def reading_every_record(stores: Stores) -> Generator[None]:
     """Snapshots of both stores (each file listed and parsed once) for a bulk read.
 
-    The cyclic collector is paused meanwhile: the records read are all kept, so
-    every collection would walk them again for nothing.
+    The cyclic collector is paused meanwhile, and what was read is frozen out of its
+    sight afterwards (``gc.freeze``): the records are kept until they are printed,
+    so every collection would walk them again for nothing.
     """
     collecting = gc.isenabled()
     gc.disable()
@@ -249,13 +250,9 @@ def reading_every_record(stores: Stores) -> Generator[None]:
         with stores.registry.snapshot(), stores.store.snapshot():
             yield
     finally:
+        gc.freeze()
         if collecting:
             gc.enable()
-
-
-def _print_sessions(documents: Iterable[dict[str, Any]]) -> None:
-    """``{"sessions": [...]}``, one session per line, each encoded as it is built."""
-    sys.stdout.write(rows_document("sessions", documents))
 
 
 def _document(session: Session, command: str | None) -> dict[str, Any]:
@@ -286,7 +283,7 @@ def _row(session: Session, command: str | None) -> list[str]:
 # -- attach ------------------------------------------------------------------
 
 
-def run_attach(args: argparse.Namespace, execvp: Exec = os.execvp) -> int:
+def run_attach(args: argparse.Namespace, execvp: Exec = os.execvp) -> Result:
     """Replace this process with ``tmux attach-session`` on the work item's session.
 
     Read-only when asked or when the session is closed. ``TheLoopError`` (exit 1)
@@ -316,7 +313,7 @@ def run_attach(args: argparse.Namespace, execvp: Exec = os.execvp) -> int:
         execvp(argv[0], argv)
     except OSError as error:
         raise TheLoopError(f"cannot run {argv[0]}: {error.strerror or error}") from error
-    return EXIT_OK
+    return Result()
 
 
 def _attachable(stores: Stores, ref: WorkItemRef) -> Session:

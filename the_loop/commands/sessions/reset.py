@@ -8,12 +8,12 @@ the dispatcher only when a live session is actually found, never on a dry run.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from the_loop.commands.common import FORMAT_JSON, FORMAT_TEXT, format_parent, work_item_type
+from the_loop.commands.common import format_parent, warn, work_item_type
+from the_loop.commands.render import Result
 from the_loop.errors import EXIT_FAILED, EXIT_OK, CloseIncomplete, TheLoopError, describe_error
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Register ``reset``."""
     parser: argparse.ArgumentParser = actions.add_parser(
         "reset",
-        parents=[*parents, format_parent(FORMAT_TEXT, FORMAT_JSON, default=FORMAT_TEXT)],
+        parents=[*parents, format_parent()],
         help="forget everything this machine remembers about work items",
         description="End a live session (the configured close path), delete the session "
         "record, and clear the control, poll, pullRequests and channels sections of the "
@@ -133,7 +133,7 @@ def warnings_for(context: Context) -> list[str]:
     return found
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Result:
     """Handle ``sessions reset``."""
     from the_loop.commands.common import load_context
     from the_loop.commands.stores import open_stores
@@ -147,28 +147,22 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, context, stores)
 
 
-def _run(args: argparse.Namespace, context: Context, stores: Stores) -> int:
-    from the_loop.commands.sessions.reset_report import render
+def _run(args: argparse.Namespace, context: Context, stores: Stores) -> Result:
+    from the_loop.commands.sessions.reset_report import reported
     from the_loop.dispatch.factory import Adapters
 
-    warnings = warnings_for(context)
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    as_json = args.format == FORMAT_JSON
+    for warning in warnings_for(context):
+        warn(warning)
     items = _selected(args, stores)
     if not items:
-        print(f"error: {NOTHING_AT_ALL}", file=sys.stderr)
-        if as_json:
-            render([], {}, warnings, dry_run=args.dry_run, as_json=True)
-        return EXIT_FAILED
+        summary = {"dryRun": args.dry_run}
+        return Result(summary=summary, errors=(NOTHING_AT_ALL,), exit_code=EXIT_FAILED)
     adapters = Adapters(context.config)  # one tmux runner and workspace, built on first use
-    outcomes, problems = _reset_all(args, context, stores, adapters, items, warnings)
+    outcomes, problems = _reset_all(args, context, stores, adapters, items)
     previews = _checkout_previews(context, stores, adapters, outcomes) if args.dry_run else {}
-    render(outcomes, previews, warnings, dry_run=args.dry_run, as_json=as_json)
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
     failed = problems or not all(outcome.ok for outcome in outcomes)
-    return EXIT_FAILED if failed else EXIT_OK
+    exit_code = EXIT_FAILED if failed else EXIT_OK
+    return reported(outcomes, previews, problems, dry_run=args.dry_run, exit_code=exit_code)
 
 
 def _selected(args: argparse.Namespace, stores: Stores) -> list[WorkItemRef]:
@@ -185,7 +179,6 @@ def _reset_all(
     stores: Stores,
     adapters: Adapters,
     items: list[WorkItemRef],
-    warnings: list[str],
 ) -> tuple[list[ResetOutcome], list[str]]:
     """Reset every item in one store batch; then make every removal durable.
 
@@ -197,9 +190,7 @@ def _reset_all(
     from the_loop.reset import reset_work_item
 
     def unavailable(problem: str) -> None:
-        warning = f"cannot end live sessions ({problem}); resetting the records only"
-        warnings.append(warning)
-        print(f"warning: {warning}", file=sys.stderr)
+        warn(f"cannot end live sessions ({problem}); resetting the records only")
 
     build = partial(open_dispatcher, context, stores, adapters)
     close = None if args.dry_run else LazyClose(build, unavailable)

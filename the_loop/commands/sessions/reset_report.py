@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from the_loop.commands.common import print_json
+from the_loop.commands.render import Result, Stderr, TextLine
 
 if TYPE_CHECKING:
     from the_loop.dispatch.workspace import Workspace
@@ -79,28 +78,34 @@ def _summary(outcomes: list[ResetOutcome], dry_run: bool) -> str:
     return f"reset {_plural(done, 'work item')}{tail}"
 
 
-def render(
+def reported(
     outcomes: list[ResetOutcome],
     previews: dict[str, str],
-    warnings: list[str],
+    problems: list[str],
     *,
     dry_run: bool,
-    as_json: bool,
-) -> None:
-    """Print the report: text lines, or one JSON document on stdout."""
-    if as_json:
-        items: list[dict[str, Any]] = []
-        for outcome in outcomes:
-            entry = outcome.to_dict()
-            if outcome.ref in previews:
-                entry["checkout"] = previews[outcome.ref]
-            items.append(entry)
-        print_json({"dryRun": dry_run, "workItems": items, "warnings": warnings})
-        return
+    exit_code: int,
+) -> Result:
+    """The result: one item per outcome (with its checkout preview), the text lines."""
+    items: list[dict[str, Any]] = []
     for outcome in outcomes:
-        out, err = _item_lines(outcome, previews.get(outcome.ref, ""))
-        for line in out:
-            print(line)
-        for line in err:
-            print(line, file=sys.stderr)
-    print(_summary(outcomes, dry_run))
+        entry = outcome.to_dict()
+        if outcome.ref in previews:
+            entry["checkout"] = previews[outcome.ref]
+        items.append(entry)
+
+    def text() -> list[TextLine]:
+        lines: list[TextLine] = []
+        for outcome in outcomes:
+            out, err = _item_lines(outcome, previews.get(outcome.ref, ""))
+            lines += [*out, *(Stderr(line) for line in err)]
+        lines.append(_summary(outcomes, dry_run))
+        return lines
+
+    return Result(
+        items=items,
+        text=text,
+        summary={"dryRun": dry_run},
+        errors=tuple(problems),
+        exit_code=exit_code,
+    )
