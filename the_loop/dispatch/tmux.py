@@ -46,7 +46,8 @@ _POLL_SECONDS = 0.05
 _KILL_SETTLE_SECONDS = 5.0
 #: The longest a listing of every pane may take before tmux counts as not answering.
 LIST_TIMEOUT_SECONDS = 10.0
-RESET_HINT = "run `the-loop sessions reset --work-item <ref>` to end it first"
+#: Said when a live session holds the name: it may be another start's, so nothing is ended.
+RUNNING_HINT = "it may be another start's session; see `the-loop sessions list`"
 
 
 def check_name(name: str) -> str:
@@ -112,7 +113,7 @@ class TmuxRunner:
 
         ``remain-on-exit`` is on before the agent starts, so even an agent that
         exits at once leaves its pane. A dead session of that name is replaced;
-        a live one is refused with a ``DispatchError`` suggesting a reset.
+        a live one is refused with a ``DispatchError`` (and left running).
         """
         check_name(name)
         program = _direct_argv(argv)
@@ -206,7 +207,7 @@ class TmuxRunner:
         """Refuse a live (or unreadable) session ``name``; remove a dead one."""
         state = self.liveness(name)
         if state == "live":
-            raise DispatchError(f"tmux session {name} is already running; {RESET_HINT}")
+            raise DispatchError(f"tmux session {name} is already running; {RUNNING_HINT}")
         if state == "unknown":
             raise DispatchError(
                 f"cannot tell whether tmux session {name} exists: tmux did not answer"
@@ -225,7 +226,7 @@ class TmuxRunner:
         if created.returncode == 0:
             return
         if "duplicate session" in created.stderr:
-            raise DispatchError(f"tmux session {name} is already running; {RESET_HINT}")
+            raise DispatchError(f"tmux session {name} is already running; {RUNNING_HINT}")
         raise self._failure(self.command(*argv), created.stderr)
 
     def _panes(self, name: str) -> list[tuple[bool, int]] | None:

@@ -1,0 +1,156 @@
+"""Two ``sessions start`` of one ref at once, for real: two processes, one private tmux
+socket, one local bare repository as the remote. The winner must come out whole."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.gitrepo import make_remote
+from tests.helpers.tmuxsock import kill_server
+from the_loop.portable.control import START, ControlStore
+from the_loop.ref import WorkItemRef
+from the_loop.sessions.registry import SessionRegistry
+
+ITEM = WorkItemRef.parse("github:octo/repo#5")
+TARGET = "loop-github-octo-repo-5"
+TRIALS = 30
+AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{session_id}"]
+#: Bounds a hung start; not a timing assertion.
+HARNESS_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One process's exit code and output."""
+
+    code: int
+    out: str
+    err: str
+
+
+def write_config(trial: Path, remote: Path, socket: str) -> Path:
+    config = trial / "cli-config.yaml"
+    routing = {
+        "defaultHarness": "command",
+        "harnesses": {"command": {"argv": AGENT}},
+        "workspace": {
+            "root": str(trial / "workspaces"),
+            "repositories": {"octo/repo": str(remote)},
+        },
+        "tmux": {"socket": socket, "harnessKillGraceSeconds": 3},
+    }
+    document = {"state": {"root": str(trial / "state")}, "routing": routing}
+    config.write_text(json.dumps(document), encoding="utf-8")
+    return config
+
+
+def start_twice_at_once(config: Path) -> list[Outcome]:
+    """``the-loop sessions start`` twice, launched back to back, then waited for."""
+    argv = [sys.executable, "-m", "the_loop", "--config", str(config)]
+    argv += ["sessions", "start", "--work-item", ITEM.ref, "--no-comment"]
+    processes = [
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outcomes: list[Outcome] = []
+    for process in processes:
+        out, err = process.communicate(timeout=HARNESS_TIMEOUT)
+        outcomes.append(Outcome(process.returncode, out, err))
+    return outcomes
+
+
+def tmux_sessions(socket: str) -> list[str]:
+    listed = subprocess.run(
+        ["tmux", "-L", socket, "list-sessions", "-F", "#{session_name}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return listed.stdout.split()
+
+
+def damage(trial: Path, socket: str, outcomes: list[Outcome]) -> list[str]:
+    """What is wrong with the winner, and with the loser's exit, after one race."""
+    problems: list[str] = []
+    sessions = tmux_sessions(socket)
+    if sessions != [TARGET]:
+        problems.append(f"tmux sessions {sessions}")
+    records = SessionRegistry(trial / "state" / "local").list_sessions()
+    active = [record for record in records if record.status == "active"]
+    if len(active) != 1:
+        problems.append(f"{len(active)} active records")
+    elif not (Path(active[0].cwd) / ".git").exists():
+        problems.append(f"the winner's checkout {active[0].cwd} is gone")
+    control = ControlStore(trial / "state" / "portable").get(ITEM)
+    if control is None or control.command != START:
+        problems.append(f"control says {control and control.command}")
+    winners = [outcome for outcome in outcomes if started(outcome)]
+    losers = [outcome for outcome in outcomes if not started(outcome)]
+    if len(winners) != 1:
+        problems.append(f"{len(winners)} processes say they started it: {outcomes}")
+    for loser in losers:
+        if not (refused_well(loser) or arrived_late(loser)):
+            problems.append(f"the loser: {loser}")
+    return problems
+
+
+def started(outcome: Outcome) -> bool:
+    return outcome.code == 0 and f"{ITEM.ref}: started" in outcome.out
+
+
+def refused_well(outcome: Outcome) -> bool:
+    """The race's loser: exit 1, with a hint that leaves the winner's session alone."""
+    return outcome.code == 1 and well_hinted(outcome.err)
+
+
+def arrived_late(outcome: Outcome) -> bool:
+    """A start that came after the winner had registered: it says so and exits 0."""
+    return outcome.code == 0 and f"{ITEM.ref}: already running" in outcome.out
+
+
+def well_hinted(err: str) -> bool:
+    """The refusal names the real ref, points at attach/list, and suggests nothing destructive."""
+    return (
+        ITEM.ref in err
+        and f"the-loop sessions attach --work-item {ITEM.ref}" in err
+        and "the-loop sessions list" in err
+        and "<ref>" not in err
+        and "reset" not in err
+        and "Traceback" not in err
+    )
+
+
+@pytest.mark.slow
+def test_two_starts_of_one_ref_at_once_never_damage_the_winner(
+    tmp_path: Path, tmux_socket: str
+) -> None:
+    remote = make_remote(tmp_path, "repo")
+    damaged: dict[int, list[str]] = {}
+    raced = 0
+    for number in range(TRIALS):
+        trial = tmp_path / f"trial-{number}"
+        trial.mkdir()
+        try:
+            outcomes = start_twice_at_once(write_config(trial, remote, tmux_socket))
+            raced += any(outcome.code == 1 for outcome in outcomes)
+            problems = damage(trial, tmux_socket, outcomes)
+        finally:
+            kill_server(tmux_socket)
+        if problems:
+            damaged[number] = problems
+    assert damaged == {}
+    assert raced > 0, "no trial raced: the loser always arrived after the winner"
