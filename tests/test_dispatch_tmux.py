@@ -7,6 +7,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,6 +221,23 @@ def test_a_failed_start_kills_the_session_it_created(tmp_path: Path) -> None:
         "kill-session",
     ]
     assert all(call[:3] == ["tmux", "-L", "s"] for call in fake.calls)
+
+
+class ExitingServer(FakeTmux):
+    """The first ``new-session`` reaches a server that is shutting down."""
+
+    def __call__(self, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if argv[3] == "new-session" and "new-session" not in [call[3] for call in self.calls]:
+            self.calls.append(list(argv))
+            return subprocess.CompletedProcess(list(argv), 1, "", "server exited unexpectedly")
+        return super().__call__(argv, **kwargs)
+
+
+def test_a_start_that_meets_an_exiting_server_starts_a_new_one(tmp_path: Path) -> None:
+    fake = ExitingServer()
+    TmuxRunner(socket="s", run=fake).spawn("loop-a", tmp_path, AGENT)
+    subcommands = [call[3] for call in fake.calls]
+    assert subcommands == ["list-panes", "new-session", "new-session", "set-option", "respawn-pane"]
 
 
 class FakeProcessGroup:

@@ -13,13 +13,15 @@ import pytest
 
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import kill_server
-from the_loop.portable.control import START, ControlStore
+from the_loop.dispatch.tmux import TmuxRunner
+from the_loop.portable.control import RESUME, START, ControlStore
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 
 ITEM = WorkItemRef.parse("github:octo/repo#5")
 TARGET = "loop-github-octo-repo-5"
 TRIALS = 30
+RESUME_TRIALS = 20
 AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{session_id}"]
 #: Bounds a hung start; not a timing assertion.
 HARNESS_TIMEOUT = 120
@@ -52,8 +54,13 @@ def write_config(trial: Path, remote: Path, socket: str) -> Path:
 
 def start_twice_at_once(config: Path) -> list[Outcome]:
     """``the-loop sessions start`` twice, launched back to back, then waited for."""
+    return at_once(config, "start")
+
+
+def at_once(config: Path, action: str, times: int = 2) -> list[Outcome]:
+    """``the-loop sessions <action>`` ``times`` times, launched back to back, then waited for."""
     argv = [sys.executable, "-m", "the_loop", "--config", str(config)]
-    argv += ["sessions", "start", "--work-item", ITEM.ref, "--no-comment"]
+    argv += ["sessions", action, "--work-item", ITEM.ref, "--no-comment"]
     processes = [
         subprocess.Popen(
             argv,
@@ -62,7 +69,7 @@ def start_twice_at_once(config: Path) -> list[Outcome]:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(2)
+        for _ in range(times)
     ]
     outcomes: list[Outcome] = []
     for process in processes:
@@ -154,3 +161,48 @@ def test_two_starts_of_one_ref_at_once_never_damage_the_winner(
             damaged[number] = problems
     assert damaged == {}
     assert raced > 0, "no trial raced: the loser always arrived after the winner"
+
+
+def ended_and_paused(trial: Path, config: Path, socket: str) -> None:
+    """Start the item, end its agent (its tmux pane stays, dead), pause its record."""
+    [started] = at_once(config, "start", times=1)
+    assert started.code == 0, started
+    tmux = TmuxRunner(socket=socket, timeout=30)
+    tmux.terminate_harness(TARGET, grace_seconds=5)
+    assert tmux.liveness(TARGET) == "dead"
+    assert SessionRegistry(trial / "state" / "local").pause(ITEM) is not None
+
+
+def resume_damage(trial: Path, socket: str, outcomes: list[Outcome]) -> list[str]:
+    """What is wrong after two resumes of one paused session whose agent had ended."""
+    problems = [f"a resume failed: {outcome}" for outcome in outcomes if outcome.code != 0]
+    tmux = TmuxRunner(socket=socket, timeout=30)
+    if tmux_sessions(socket) != [TARGET] or len(tmux.pane_pids(TARGET)) != 1:
+        problems.append(f"tmux: {tmux_sessions(socket)}, live panes {tmux.pane_pids(TARGET)}")
+    record = SessionRegistry(trial / "state" / "local").find_by_work_item(ITEM)
+    if record is None or record.status != "active":
+        problems.append(f"the record is {record and record.status}")
+    control = ControlStore(trial / "state" / "portable").get(ITEM)
+    if control is None or control.command != RESUME:
+        problems.append(f"control says {control and control.command}")
+    return problems
+
+
+@pytest.mark.slow
+def test_two_resumes_of_an_ended_agent_at_once_restart_it_once_and_leave_it_active(
+    tmp_path: Path, tmux_socket: str
+) -> None:
+    remote = make_remote(tmp_path, "repo")
+    damaged: dict[int, list[str]] = {}
+    for number in range(RESUME_TRIALS):
+        trial = tmp_path / f"trial-{number}"
+        trial.mkdir()
+        config = write_config(trial, remote, tmux_socket)
+        try:
+            ended_and_paused(trial, config, tmux_socket)
+            problems = resume_damage(trial, tmux_socket, at_once(config, "resume"))
+        finally:
+            kill_server(tmux_socket)
+        if problems:
+            damaged[number] = problems
+    assert damaged == {}

@@ -37,6 +37,8 @@ NAME_PATTERN = re.compile(r"loop-[A-Za-z0-9_~-]+\Z")
 _SOCKET_PATTERN = re.compile(r"[A-Za-z0-9._-]*\Z")
 #: What tmux says when the session (or the whole server, maybe just exiting) is not there.
 _ABSENT_MARKERS = ("can't find session", "no server running", "server exited unexpectedly")
+#: What a client says when it reached a server that was shutting down.
+_SERVER_EXITING = "server exited unexpectedly"
 #: ``error connecting to <socket> (<reason>)`` with these reasons: no server either.
 _NO_SERVER_REASONS = ("No such file or directory", "Connection refused")
 #: A placeholder that waits until the real argv replaces it (see ``spawn``).
@@ -223,6 +225,9 @@ class TmuxRunner:
             env_args += ["-e", f"{key}={value}"]
         argv = ["new-session", "-d", "-s", name, "-c", str(cwd), *env_args, "--", *_PLACEHOLDER]
         created = self._tmux(*argv, check=False)
+        if created.returncode != 0 and _SERVER_EXITING in created.stderr:
+            # Its last session just ended, so the server was on its way out: start a new one.
+            created = self._tmux(*argv, check=False)
         if created.returncode == 0:
             return
         if "duplicate session" in created.stderr:
