@@ -14,17 +14,20 @@ import pytest
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import kill_server
 from the_loop.dispatch.tmux import TmuxRunner
-from the_loop.portable.control import RESUME, START, ControlStore
+from the_loop.portable.control import CLEANUP, PAUSE, RESUME, START, STOP, ControlStore
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 
 ITEM = WorkItemRef.parse("github:octo/repo#5")
 TARGET = "loop-github-octo-repo-5"
 TRIALS = 30
-RESUME_TRIALS = 20
+RESUME_TRIALS = 12
+QUIETING_TRIALS = 12
 AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{session_id}"]
 #: Bounds a hung start; not a timing assertion.
 HARNESS_TIMEOUT = 120
+#: Every action here but ``cleanup`` may post a keyword comment: never in a test.
+NO_COMMENT = {action: ["--no-comment"] for action in ("start", "stop", "pause", "resume")}
 
 
 @dataclass(frozen=True)
@@ -59,17 +62,21 @@ def start_twice_at_once(config: Path) -> list[Outcome]:
 
 def at_once(config: Path, action: str, times: int = 2) -> list[Outcome]:
     """``the-loop sessions <action>`` ``times`` times, launched back to back, then waited for."""
-    argv = [sys.executable, "-m", "the_loop", "--config", str(config)]
-    argv += ["sessions", action, "--work-item", ITEM.ref, "--no-comment"]
+    return each_at_once(config, [action] * times)
+
+
+def each_at_once(config: Path, actions: list[str]) -> list[Outcome]:
+    """``the-loop sessions <action>`` for each of ``actions``, launched back to back."""
+    argv = [sys.executable, "-m", "the_loop", "--config", str(config), "sessions"]
     processes = [
         subprocess.Popen(
-            argv,
+            [*argv, action, "--work-item", ITEM.ref, *NO_COMMENT.get(action, [])],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(times)
+        for action in actions
     ]
     outcomes: list[Outcome] = []
     for process in processes:
@@ -201,6 +208,47 @@ def test_two_resumes_of_an_ended_agent_at_once_restart_it_once_and_leave_it_acti
         try:
             ended_and_paused(trial, config, tmux_socket)
             problems = resume_damage(trial, tmux_socket, at_once(config, "resume"))
+        finally:
+            kill_server(tmux_socket)
+        if problems:
+            damaged[number] = problems
+    assert damaged == {}
+
+
+def quieting_damage(trial: Path, socket: str, outcomes: list[Outcome], quiet: str) -> list[str]:
+    """What contradicts the last command recorded, after a start and ``quiet`` at once."""
+    problems = [f"a command failed: {outcome}" for outcome in outcomes if outcome.code != 0]
+    control = ControlStore(trial / "state" / "portable").get(ITEM)
+    record = SessionRegistry(trial / "state" / "local").find_by_work_item(ITEM)
+    agent = TmuxRunner(socket=socket, timeout=30).liveness(TARGET)
+    command = control and control.command
+    if command == STOP and (record is not None or agent == "live"):
+        problems.append(f"control says stop, but the record is {record} and the agent {agent}")
+    elif command == PAUSE and record is not None and not record.is_paused:
+        problems.append(f"control says pause, but the record is {record.status}")
+    elif command == CLEANUP and (record is not None or agent == "live"):
+        problems.append(f"control says cleanup, but the record is {record} and the agent {agent}")
+    elif command == START and (record is None or agent != "live"):
+        problems.append(f"control says start, but the record is {record} and the agent {agent}")
+    elif command not in (START, quiet):
+        problems.append(f"control says {command}")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quiet", [STOP, PAUSE, CLEANUP])
+def test_a_stop_pause_or_cleanup_during_a_start_is_never_outrun_by_it(
+    tmp_path: Path, tmux_socket: str, quiet: str
+) -> None:
+    remote = make_remote(tmp_path, "repo")
+    damaged: dict[int, list[str]] = {}
+    for number in range(QUIETING_TRIALS):
+        trial = tmp_path / f"trial-{number}"
+        trial.mkdir()
+        config = write_config(trial, remote, tmux_socket)
+        try:
+            outcomes = each_at_once(config, ["start", quiet])
+            problems = quieting_damage(trial, tmux_socket, outcomes, quiet)
         finally:
             kill_server(tmux_socket)
         if problems:

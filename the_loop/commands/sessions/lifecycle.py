@@ -116,18 +116,20 @@ def run_close(args: argparse.Namespace) -> int:
 
 
 def run_stop(args: argparse.Namespace) -> int:
-    """Record ``stop`` and take the close path when a session is live."""
+    """Record ``stop`` and take the close path when a session is live (after a spawn of
+    the item that is under way: it holds the spawn lock)."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
-    session = stores.registry.find_by_work_item(ref)
-    dispatcher = open_dispatcher(context, stores) if session is not None else None
-    _record(context, stores, ref, STOP)
-    if session is None or dispatcher is None:
-        print(f"{ref.ref}: recorded stop; no live session on this machine")
-    else:
-        removed = dispatcher.close_session(session, "stop")
-        print(_closed_line(dispatcher.settings, session, removed, None))
+    with stores.registry.spawn_lock(ref):
+        session = stores.registry.find_by_work_item(ref)
+        dispatcher = open_dispatcher(context, stores) if session is not None else None
+        _record(context, stores, ref, STOP)
+        if session is None or dispatcher is None:
+            print(f"{ref.ref}: recorded stop; no live session on this machine")
+        else:
+            removed = dispatcher.close_session(session, "stop")
+            print(_closed_line(dispatcher.settings, session, removed, None))
     post_keyword(args.comment, context, stores, ref, STOP)
     return EXIT_OK
 
@@ -196,12 +198,14 @@ def _in_tmux(session: Session) -> str:
 
 
 def run_pause(args: argparse.Namespace) -> int:
-    """Record ``pause`` and pause the live session: deliveries are held."""
+    """Record ``pause`` and pause the live session (after a spawn under way): deliveries
+    are held."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
-    _record(context, stores, ref, PAUSE)
-    paused = stores.registry.pause(ref)
+    with stores.registry.spawn_lock(ref):
+        _record(context, stores, ref, PAUSE)
+        paused = stores.registry.pause(ref)
     current = paused or stores.registry.find_by_work_item(ref)
     if paused is not None:
         print(f"{ref.ref}: paused the {paused.harness} session; events are held until resume")
@@ -250,7 +254,8 @@ def run_cleanup(args: argparse.Namespace) -> int:
     if args.dry_run:
         outcome = planned_cleanup(dispatcher, ref)
     else:
-        outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
+        with stores.registry.spawn_lock(ref):  # after a spawn under way, not during it
+            outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
     if args.format == FORMAT_JSON:
         print_json(outcome.to_dict())
     else:
