@@ -254,3 +254,36 @@ def test_a_stop_pause_or_cleanup_during_a_start_is_never_outrun_by_it(
         if problems:
             damaged[number] = problems
     assert damaged == {}
+
+
+def resume_close_damage(trial: Path, socket: str, outcomes: list[Outcome]) -> list[str]:
+    """An agent left running with no live record, or a live record with no agent."""
+    problems = [f"crashed: {outcome}" for outcome in outcomes if "Traceback" in outcome.err]
+    record = SessionRegistry(trial / "state" / "local").find_by_work_item(ITEM)
+    agent = TmuxRunner(socket=socket, timeout=30).liveness(TARGET)
+    if record is None and agent == "live":
+        problems.append("the agent runs, but its session is closed")
+    if record is not None and record.status == "active" and agent != "live":
+        problems.append(f"the session is active, but its agent is {agent}")
+    return problems
+
+
+@pytest.mark.slow
+def test_a_close_during_a_resume_never_leaves_the_agent_running_unrecorded(
+    tmp_path: Path, tmux_socket: str
+) -> None:
+    remote = make_remote(tmp_path, "repo")
+    damaged: dict[int, list[str]] = {}
+    for number in range(RESUME_TRIALS):
+        trial = tmp_path / f"trial-{number}"
+        trial.mkdir()
+        config = write_config(trial, remote, tmux_socket)
+        try:
+            ended_and_paused(trial, config, tmux_socket)
+            outcomes = each_at_once(config, ["resume", "close"])
+            problems = resume_close_damage(trial, tmux_socket, outcomes)
+        finally:
+            kill_server(tmux_socket)
+        if problems:
+            damaged[number] = problems
+    assert damaged == {}

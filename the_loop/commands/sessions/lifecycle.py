@@ -102,15 +102,17 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def run_close(args: argparse.Namespace) -> int:
-    """Close the live session (exit 1 when there is none)."""
+    """Close the live session (exit 1 when there is none), after a spawn or restart of the
+    item that is under way."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
-    session = stores.registry.find_by_work_item(ref)
-    if session is None:
-        raise TheLoopError(f"{ref.ref} has no live session on this machine")
-    dispatcher = open_dispatcher(context, stores)
-    removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
+    with stores.registry.spawn_lock(ref):
+        session = stores.registry.find_by_work_item(ref)
+        if session is None:
+            raise TheLoopError(f"{ref.ref} has no live session on this machine")
+        dispatcher = open_dispatcher(context, stores)
+        removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
     print(_closed_line(dispatcher.settings, session, removed, args.keep_tmux))
     return EXIT_OK
 
