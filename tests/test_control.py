@@ -159,16 +159,38 @@ def test_a_v1_control_file_is_read_until_the_section_is_written(
 def test_restore_puts_back_what_was_there_before(controls: ControlStore) -> None:
     controls.store.write_section(APP, POLL, {"seenComments": ["IC_1"]})
     previous = controls.record(APP, PAUSE, actor="octocat")
-    controls.record(APP, START)
-    controls.restore(APP, previous)
+    recorded = controls.record(APP, START)
+    assert controls.restore(APP, previous, replacing=recorded) is True
     assert controls.get(APP) == previous
 
     fresh = "github:octo/app#16"
     before = controls.get(fresh)
-    controls.record(fresh, START)
-    controls.restore(fresh, before)
+    recorded = controls.record(fresh, START)
+    assert controls.restore(fresh, before, replacing=recorded) is True
     assert controls.get(fresh) is None
     assert not controls.store.path_for(fresh).exists()
+
+
+def test_restore_keeps_a_command_recorded_since(controls: ControlStore) -> None:
+    previous = controls.record(APP, PAUSE, actor="octocat")
+    recorded = controls.record(APP, START, source="cli")
+    since = controls.record(APP, STOP, actor="bob")
+    before = controls.store.path_for(APP).read_bytes()
+
+    assert controls.restore(APP, previous, replacing=recorded) is False
+
+    assert controls.get(APP) == since
+    assert controls.store.path_for(APP).read_bytes() == before
+
+
+def test_restore_does_not_bring_back_a_record_removed_since(controls: ControlStore) -> None:
+    recorded = controls.record(APP, START, source="cli")
+    controls.store.drop(APP)
+
+    assert controls.restore(APP, None, replacing=recorded) is False
+
+    assert controls.get(APP) is None
+    assert not controls.store.path_for(APP).exists()
 
 
 def test_a_malformed_control_section_reads_as_none_with_a_warning(layout: StateLayout) -> None:

@@ -7,6 +7,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,13 +85,14 @@ def test_the_agent_runs_in_cwd_with_env_and_a_lone_argv_without_a_shell(
     assert tmux.liveness("loop-lone") == "live"
 
 
-def test_a_second_spawn_on_a_live_name_is_refused_and_suggests_reset(
+def test_a_second_spawn_on_a_live_name_is_refused_and_suggests_nothing_destructive(
     tmux: TmuxRunner, tmp_path: Path
 ) -> None:
     tmux.spawn("loop-busy", tmp_path, AGENT)
     first = tmux.pane_pids("loop-busy")
-    with pytest.raises(DispatchError, match=r"already running.*sessions reset"):
+    with pytest.raises(DispatchError, match=r"already running.*sessions list") as refused:
         tmux.spawn("loop-busy", tmp_path, ["bash", "-c", "echo second; sleep 300"])
+    assert "reset" not in str(refused.value) and "<ref>" not in str(refused.value)
     assert tmux.pane_pids("loop-busy") == first
     assert tmux.liveness("loop-busy") == "live"
 
@@ -219,6 +221,23 @@ def test_a_failed_start_kills_the_session_it_created(tmp_path: Path) -> None:
         "kill-session",
     ]
     assert all(call[:3] == ["tmux", "-L", "s"] for call in fake.calls)
+
+
+class ExitingServer(FakeTmux):
+    """The first ``new-session`` reaches a server that is shutting down."""
+
+    def __call__(self, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if argv[3] == "new-session" and "new-session" not in [call[3] for call in self.calls]:
+            self.calls.append(list(argv))
+            return subprocess.CompletedProcess(list(argv), 1, "", "server exited unexpectedly")
+        return super().__call__(argv, **kwargs)
+
+
+def test_a_start_that_meets_an_exiting_server_starts_a_new_one(tmp_path: Path) -> None:
+    fake = ExitingServer()
+    TmuxRunner(socket="s", run=fake).spawn("loop-a", tmp_path, AGENT)
+    subcommands = [call[3] for call in fake.calls]
+    assert subcommands == ["list-panes", "new-session", "new-session", "set-option", "respawn-pane"]
 
 
 class FakeProcessGroup:

@@ -216,4 +216,11 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "one empty lock file per record, held with flock",
         "serialises read-modify-write across processes",
     ),
+    GeneratedPath(
+        "spawn locks",
+        "locks/local/spawn/<slug>.lock",
+        False,
+        "one empty lock file per work item started here, held with flock",
+        "one start (or restart) of an item at a time on this machine",
+    ),
 )

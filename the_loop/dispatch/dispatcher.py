@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["DispatchSettings", "Dispatcher", "SessionCloseError", "SpawnResult"]
 
 _STEP_NAMES = {
+    "lock": "taking the spawn lock",
     "control": "recording the start command",
     "session record": "checking the session record",
     "harness": "choosing the harness",
@@ -65,11 +66,15 @@ class SpawnResult:
 
 @dataclass
 class _Spawning:
-    """A spawn in progress: the step it is in and what it has created so far."""
+    """A spawn in progress: the step it is in and what it has made so far (the control
+    record it wrote, with the one it replaced; a checkout; a tmux session)."""
 
-    step: str = "control"
+    step: str = "lock"
     checkout: Checkout | None = None
     tmux_target: str = ""
+    recorded: ControlRecord | None = None
+    previous: ControlRecord | None = None
+    undo_problems: tuple[str, ...] = ()
 
     def result(self, session: Session) -> SpawnResult:
         checkout = self.checkout
@@ -124,23 +129,30 @@ class Dispatcher:
         actor: str = "",
         record_control: bool = True,
     ) -> SpawnResult:
-        """Record ``start``, prepare the checkout, start the harness in tmux, register it.
+        """Refuse a live session, record ``start``, prepare the checkout, start the harness in
+        tmux, register it: all under the item's spawn lock, so two spawns never interleave.
 
-        On any failure everything this call created is undone (its tmux session, a
-        checkout it created), the previous control record is restored,
+        On any failure what this call made and nobody adopted is undone (its tmux session,
+        a checkout it created, its ``start`` unless a command was recorded since),
         ``session.spawn_failed`` is emitted and :class:`TheLoopError` is raised.
         """
-        previous = self.control_store.get(ref) if record_control else None
         progress = _Spawning()
         try:
-            if record_control:
-                self.control_store.record(ref, START, source="cli", actor=actor)
-            return self._spawn_steps(ref, progress, harness, prompt or self.settings.prompt, branch)
+            with self.registry.spawn_lock(ref):
+                try:
+                    progress.step = "session record"
+                    self._refuse_live_record(ref)
+                    if record_control:
+                        self._record_start(ref, progress, actor)
+                    prompt = prompt or self.settings.prompt
+                    return self._spawn_steps(ref, progress, harness, prompt, branch)
+                except BaseException:
+                    progress.undo_problems = tuple(self._undo_spawn(ref, progress))
+                    raise
         except BaseException as error:
-            undo_problems = self._undo_spawn(ref, progress, previous, record_control)
             what = _STEP_NAMES.get(progress.step, progress.step)
             message = f"cannot start a session for {ref.ref}: {what} failed: {error}"
-            message += "".join(f"; and {problem}" for problem in undo_problems)
+            message += "".join(f"; and {problem}" for problem in progress.undo_problems)
             self.events.emit(
                 "session.spawn_failed",
                 "error",
@@ -160,8 +172,6 @@ class Dispatcher:
         prompt: str,
         branch: str | None,
     ) -> SpawnResult:
-        progress.step = "session record"
-        self._refuse_live_record(ref)
         progress.step = "harness"
         harness_name, chosen = self._harness(harness)
         progress.step = "tmux"
@@ -194,14 +204,25 @@ class Dispatcher:
         self._emit_spawned(session, session_per_pr=choices.session_per_pr)
         return progress.result(session)
 
+    def _record_start(self, ref: WorkItemRef, progress: _Spawning, actor: str) -> None:
+        """Record ``start``, remembering what it replaced (for the undo)."""
+        progress.step = "control"
+        progress.previous = self.control_store.get(ref)
+        progress.recorded = self.control_store.record(ref, START, source="cli", actor=actor)
+
     def resume_session(self, session: Session, *, actor: str = "") -> Session:
         """Resume a paused session; restart its harness (resume argv, same id and cwd) when
         its tmux target is no longer live. Returns the record as it is now.
 
         Raises :class:`TheLoopError` when there is no live session or the restart fails
-        (a session this call resumed is paused again).
+        (a session this call resumed is paused again). Runs under the item's spawn lock, so
+        a concurrent start or resume sees the restarted harness instead of starting another.
         """
         ref = session.work_item
+        with self.registry.spawn_lock(ref):
+            return self._resume_locked(ref, actor)
+
+    def _resume_locked(self, ref: WorkItemRef, actor: str) -> Session:
         record = self.registry.find_by_work_item(ref)
         if record is None:
             raise TheLoopError(
@@ -292,7 +313,8 @@ class Dispatcher:
         if existing is not None:
             raise TheLoopError(
                 f"{ref.ref} already has a live {existing.harness} session ({existing.status}); "
-                f"resume it, or run `the-loop sessions reset --work-item {ref.ref}` first"
+                f"attach to it with `the-loop sessions attach --work-item {ref.ref}`, "
+                "or see it in `the-loop sessions list`"
             )
 
     def _free_tmux_target(self, ref: WorkItemRef) -> str:
@@ -300,9 +322,9 @@ class Dispatcher:
         target = self.tmux_target_for(ref)
         if self.tmux.liveness(target) == "live":
             raise TheLoopError(
-                f"tmux session {target} is already running; "
-                f"run `the-loop sessions reset --work-item {ref.ref}` to end it first "
-                f"(`the-loop sessions cleanup --work-item {ref.ref}` finds it without a record)"
+                f"tmux session {target} is already running, with no live session record of "
+                f"{ref.ref} here; see `the-loop sessions list`, and when nothing uses it, "
+                f"`the-loop sessions cleanup --work-item {ref.ref}` ends it"
             )
         return target
 
@@ -339,22 +361,24 @@ class Dispatcher:
         )
         return checkout.path
 
-    def _undo_spawn(
-        self,
-        ref: WorkItemRef,
-        progress: _Spawning,
-        previous: ControlRecord | None,
-        record_control: bool,
-    ) -> list[str]:
-        """Undo what this spawn created; the problems met (never raised)."""
+    def _undo_spawn(self, ref: WorkItemRef, progress: _Spawning) -> list[str]:
+        """Undo what this spawn made and nobody adopted; the problems met (never raised).
+
+        Its tmux session is killed; a checkout it created is removed unless a live record
+        has its working directory there; its ``start`` is rolled back unless a command was
+        recorded since.
+        """
         checkout = progress.checkout
         undo: list[tuple[str, Callable[[], object]]] = []
         if progress.tmux_target:
             undo.append(("kill its tmux session", partial(self.tmux.kill, progress.tmux_target)))
         if checkout is not None and checkout.created:
-            undo.append(("remove its checkout", partial(self.workspace.remove, checkout.path)))
-        if record_control:
-            restore = partial(self.control_store.restore, ref, previous)
+            remove = partial(self._remove_unadopted_checkout, ref, checkout.path)
+            undo.append(("remove its checkout", remove))
+        if progress.recorded is not None:
+            restore = partial(
+                self.control_store.restore, ref, progress.previous, replacing=progress.recorded
+            )
             undo.append(("restore the control record", restore))
         problems: list[str] = []
         for what, action in undo:
@@ -363,6 +387,15 @@ class Dispatcher:
             except STEP_ERRORS as error:
                 problems.append(f"could not {what}: {error}")
         return problems
+
+    def _remove_unadopted_checkout(self, ref: WorkItemRef, path: Path) -> bool:
+        """Remove the checkout at ``path`` unless a live record of ``ref`` works in it."""
+        record = self.registry.find_by_work_item(ref)
+        if record is not None and any(
+            endpoint.cwd and Path(endpoint.cwd) == path for endpoint in record.endpoints()
+        ):
+            return False
+        return self.workspace.remove(path)
 
     # -- output ----------------------------------------------------------------------
 

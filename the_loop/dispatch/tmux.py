@@ -37,6 +37,8 @@ NAME_PATTERN = re.compile(r"loop-[A-Za-z0-9_~-]+\Z")
 _SOCKET_PATTERN = re.compile(r"[A-Za-z0-9._-]*\Z")
 #: What tmux says when the session (or the whole server, maybe just exiting) is not there.
 _ABSENT_MARKERS = ("can't find session", "no server running", "server exited unexpectedly")
+#: What a client says when it reached a server that was shutting down.
+_SERVER_EXITING = "server exited unexpectedly"
 #: ``error connecting to <socket> (<reason>)`` with these reasons: no server either.
 _NO_SERVER_REASONS = ("No such file or directory", "Connection refused")
 #: A placeholder that waits until the real argv replaces it (see ``spawn``).
@@ -46,7 +48,8 @@ _POLL_SECONDS = 0.05
 _KILL_SETTLE_SECONDS = 5.0
 #: The longest a listing of every pane may take before tmux counts as not answering.
 LIST_TIMEOUT_SECONDS = 10.0
-RESET_HINT = "run `the-loop sessions reset --work-item <ref>` to end it first"
+#: Said when a live session holds the name: it may be another start's, so nothing is ended.
+RUNNING_HINT = "it may be another start's session; see `the-loop sessions list`"
 
 
 def check_name(name: str) -> str:
@@ -112,7 +115,7 @@ class TmuxRunner:
 
         ``remain-on-exit`` is on before the agent starts, so even an agent that
         exits at once leaves its pane. A dead session of that name is replaced;
-        a live one is refused with a ``DispatchError`` suggesting a reset.
+        a live one is refused with a ``DispatchError`` (and left running).
         """
         check_name(name)
         program = _direct_argv(argv)
@@ -206,7 +209,7 @@ class TmuxRunner:
         """Refuse a live (or unreadable) session ``name``; remove a dead one."""
         state = self.liveness(name)
         if state == "live":
-            raise DispatchError(f"tmux session {name} is already running; {RESET_HINT}")
+            raise DispatchError(f"tmux session {name} is already running; {RUNNING_HINT}")
         if state == "unknown":
             raise DispatchError(
                 f"cannot tell whether tmux session {name} exists: tmux did not answer"
@@ -222,10 +225,13 @@ class TmuxRunner:
             env_args += ["-e", f"{key}={value}"]
         argv = ["new-session", "-d", "-s", name, "-c", str(cwd), *env_args, "--", *_PLACEHOLDER]
         created = self._tmux(*argv, check=False)
+        if created.returncode != 0 and _SERVER_EXITING in created.stderr:
+            # Its last session just ended, so the server was on its way out: start a new one.
+            created = self._tmux(*argv, check=False)
         if created.returncode == 0:
             return
         if "duplicate session" in created.stderr:
-            raise DispatchError(f"tmux session {name} is already running; {RESET_HINT}")
+            raise DispatchError(f"tmux session {name} is already running; {RUNNING_HINT}")
         raise self._failure(self.command(*argv), created.stderr)
 
     def _panes(self, name: str) -> list[tuple[bool, int]] | None:

@@ -145,9 +145,26 @@ class ControlStore:
         """Clear the section through the store's seal-vs-delete rule; True when one was there."""
         return CONTROL in self.store.write_section(ref, CONTROL, None).removed
 
-    def restore(self, ref: WorkItemRef | str, previous: ControlRecord | None) -> None:
-        """Put back what :meth:`get` returned before (rolls back a failed spawn's ``start``)."""
-        self.store.write_section(ref, CONTROL, None if previous is None else previous.to_dict())
+    def restore(
+        self, ref: WorkItemRef | str, previous: ControlRecord | None, *, replacing: ControlRecord
+    ) -> bool:
+        """Put back ``previous`` (what :meth:`get` returned before) while the section still
+        holds ``replacing`` (what the caller recorded), in one locked read-modify-write.
+
+        Rolls back a failed spawn's ``start``; a command recorded since is kept. True when
+        ``previous`` was put back.
+        """
+        recorded = replacing.to_dict()
+        restored: list[bool] = []
+
+        def put_back(current: dict[str, Any] | None) -> dict[str, Any] | None:
+            if current != recorded:
+                return current
+            restored.append(True)
+            return None if previous is None else previous.to_dict()
+
+        self.store.update_section(ref, CONTROL, put_back)
+        return bool(restored)
 
     def frozen_graph(self, ref: WorkItemRef | str) -> dict[str, Any] | None:
         """The retired ``graph`` section of an item frozen by an older release, if any."""

@@ -15,7 +15,7 @@ from typing import Literal, cast
 
 from the_loop.errors import EXIT_USAGE, TheLoopError, or_ignore_warnings
 from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
-from the_loop.fsio import DirectorySyncs, remove_file, write_json
+from the_loop.fsio import DirectorySyncs, locked, remove_file, write_json
 from the_loop.records import RecordDirectory, is_named_for
 from the_loop.ref import WorkItemRef, as_ref, ref_order
 from the_loop.sessions import changes
@@ -30,6 +30,8 @@ from the_loop.sessions.session import (
 __all__ = ["RecordStatus", "RegistryError", "Session", "SessionRegistry"]
 
 DEFAULT_MAX_RECENT_DELIVERIES = 20
+#: The subdirectory of the record locks that holds one spawn lock per work item.
+SPAWN_LOCKS = "spawn"
 
 RecordStatus = Literal["absent", "ok", "unreadable"]
 
@@ -319,6 +321,14 @@ class SessionRegistry:
         """
         moved = changes.cursor_moved(channel, thread, cursor, accept=accept)
         return self._change(as_ref(ref), moved)[1] is not None
+
+    def spawn_lock(self, ref: WorkItemRef | str) -> contextlib.AbstractContextManager[None]:
+        """The lock that serialises starting (or restarting) ``ref``'s session on this machine.
+
+        Held from the check that no session runs to the registered record; taken before any
+        record lock, never inside one. Refs that share a slug share it.
+        """
+        return locked(self.locks_dir / SPAWN_LOCKS / f"{as_ref(ref).slug}.lock")
 
     # -- internals -----------------------------------------------------------
 

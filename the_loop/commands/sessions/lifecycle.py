@@ -109,34 +109,38 @@ def _facts(session: Session | None) -> dict[str, Any]:
 
 
 def run_close(args: argparse.Namespace) -> Result:
-    """Close the live session (exit 1 when there is none)."""
+    """Close the live session (exit 1 when there is none), after a spawn or restart of the
+    item that is under way."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
-    session = stores.registry.find_by_work_item(ref)
-    if session is None:
-        raise TheLoopError(f"{ref.ref} has no live session on this machine")
-    dispatcher = open_dispatcher(context, stores)
-    removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
+    with stores.registry.spawn_lock(ref):
+        session = stores.registry.find_by_work_item(ref)
+        if session is None:
+            raise TheLoopError(f"{ref.ref} has no live session on this machine")
+        dispatcher = open_dispatcher(context, stores)
+        removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
     line = _closed_line(dispatcher.settings, session, removed, args.keep_tmux)
     return reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
 
 
 def run_stop(args: argparse.Namespace) -> Result:
-    """Record ``stop`` and take the close path when a session is live."""
+    """Record ``stop`` and take the close path when a session is live (after a spawn of
+    the item that is under way: it holds the spawn lock)."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
-    session = stores.registry.find_by_work_item(ref)
-    dispatcher = open_dispatcher(context, stores) if session is not None else None
-    _record(context, stores, ref, STOP)
-    if session is None or dispatcher is None:
-        line = f"{ref.ref}: recorded stop; no live session on this machine"
-        result = reported(ref, "recorded", line, checkoutRemoved=False, **_facts(None))
-    else:
-        removed = dispatcher.close_session(session, "stop")
-        line = _closed_line(dispatcher.settings, session, removed, None)
-        result = reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
+    with stores.registry.spawn_lock(ref):
+        session = stores.registry.find_by_work_item(ref)
+        dispatcher = open_dispatcher(context, stores) if session is not None else None
+        _record(context, stores, ref, STOP)
+        if session is None or dispatcher is None:
+            line = f"{ref.ref}: recorded stop; no live session on this machine"
+            result = reported(ref, "recorded", line, checkoutRemoved=False, **_facts(None))
+        else:
+            removed = dispatcher.close_session(session, "stop")
+            line = _closed_line(dispatcher.settings, session, removed, None)
+            result = reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
     post_keyword(args.comment, context, stores, ref, STOP)
     return result
 
@@ -209,12 +213,14 @@ def _in_tmux(session: Session) -> str:
 
 
 def run_pause(args: argparse.Namespace) -> Result:
-    """Record ``pause`` and pause the live session: deliveries are held."""
+    """Record ``pause`` and pause the live session (after a spawn under way): deliveries
+    are held."""
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
-    _record(context, stores, ref, PAUSE)
-    paused = stores.registry.pause(ref)
+    with stores.registry.spawn_lock(ref):
+        _record(context, stores, ref, PAUSE)
+        paused = stores.registry.pause(ref)
     current = paused or stores.registry.find_by_work_item(ref)
     if paused is not None:
         line = f"{ref.ref}: paused the {paused.harness} session; events are held until resume"
@@ -268,7 +274,8 @@ def run_cleanup(args: argparse.Namespace) -> Result:
     if args.dry_run:
         outcome = planned_cleanup(dispatcher, ref)
     else:
-        outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
+        with stores.registry.spawn_lock(ref):  # after a spawn under way, not during it
+            outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
     return Result(
         items=(outcome.to_dict(),),
         text=lambda: _cleanup_lines(outcome),
