@@ -318,3 +318,18 @@ def test_live_sessions_lists_exactly_the_sessions_with_a_running_pane(
 
 def test_live_sessions_is_none_when_tmux_does_not_answer(tmp_path: Path) -> None:
     assert TmuxRunner(binary=str(tmp_path / "no-tmux"), timeout=5).live_sessions() is None
+
+
+class EmptyServer(FakeTmux):
+    """A server whose last session just ended: it answers until it has exited."""
+
+    def __call__(self, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if argv[3] == "list-panes":
+            self.calls.append(list(argv))
+            return subprocess.CompletedProcess(list(argv), 1, "", "no current target")
+        return super().__call__(argv, **kwargs)
+
+
+def test_a_session_asked_about_while_its_server_exits_is_absent_not_unknown() -> None:
+    tmux = TmuxRunner(socket="s", run=EmptyServer())
+    assert tmux.liveness("loop-a") == "absent"

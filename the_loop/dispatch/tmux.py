@@ -36,7 +36,14 @@ Liveness = Literal["live", "dead", "absent", "unknown"]
 NAME_PATTERN = re.compile(r"loop-[A-Za-z0-9_~-]+\Z")
 _SOCKET_PATTERN = re.compile(r"[A-Za-z0-9._-]*\Z")
 #: What tmux says when the session (or the whole server, maybe just exiting) is not there.
-_ABSENT_MARKERS = ("can't find session", "no server running", "server exited unexpectedly")
+#: A server whose last session just ended still answers a targeted command, with
+#: "no current target", until it has exited.
+_ABSENT_MARKERS = (
+    "can't find session",
+    "no server running",
+    "server exited unexpectedly",
+    "no current target",
+)
 #: What a client says when it reached a server that was shutting down.
 _SERVER_EXITING = "server exited unexpectedly"
 #: ``error connecting to <socket> (<reason>)`` with these reasons: no server either.
