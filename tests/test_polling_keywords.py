@@ -104,6 +104,10 @@ def test_lines_inside_an_html_comment_never_command() -> None:
     assert verbs("<!-- closed on its line -->\nthe-loop stop") == ("stop",)
 
 
+def test_an_html_comment_opened_inside_a_quote_ends_with_the_quote() -> None:
+    assert verbs("> <!-- a quoted comment\n\nthe-loop stop") == ("stop",)
+
+
 def test_windows_and_old_mac_line_breaks_split_lines() -> None:
     assert verbs("hi\r\nthe-loop start\rthe-loop start") == ("start",)
 

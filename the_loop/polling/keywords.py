@@ -83,7 +83,8 @@ def commanding_lines(body: str) -> list[str]:
     """The lines of ``body`` that may command: outside fences, quotes and HTML comments.
 
     A quote runs on over the non-blank lines after a ``>`` line (Markdown's lazy
-    continuation shows them inside the quote), up to a blank line.
+    continuation shows them inside the quote), up to a blank line; an HTML comment
+    opened inside a quote ends with it.
     """
     lines: list[str] = []
     fence: str | None = None
@@ -102,7 +103,7 @@ def commanding_lines(body: str) -> list[str]:
         in_quote = bool(_QUOTE.match(line)) or (in_quote and bool(line.strip()))
         if not in_quote:
             lines.append(line)
-        in_html_comment = _html_comment_open(line, inside=False)
+            in_html_comment = _html_comment_open(line, inside=False)
     return lines
 
 
