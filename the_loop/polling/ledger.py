@@ -1,0 +1,201 @@
+"""One pane's delivery ledger as a pure state machine, its crash recovery, and the breaker.
+
+A comment's entry goes ``held``/``waiting`` → ``pending`` (written before the paste)
+→ ``delivered`` (written after the paste and the pane mark), back to ``waiting``
+after a failed paste, or ``given-up`` once ``maxRetries`` attempts are spent.
+Entries are ordered by when their latest attempt began, which is the order their
+pastes could have reached the pane; the pane mark names only the last one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+HOUR_SECONDS = 3600.0
+
+
+class LedgerTransitionError(ValueError):
+    """A transition the state machine forbids (a caller's bug)."""
+
+
+class DeliveryState(StrEnum):
+    HELD = "held"  # the session is paused: waits for resume
+    WAITING = "waiting"  # to be (re)tried
+    PENDING = "pending"  # an attempt began: the paste may or may not have happened
+    DELIVERED = "delivered"
+    GIVEN_UP = "given-up"
+
+
+class Verdict(StrEnum):
+    DELIVERED = "delivered"
+    RETRY = "retry"
+    GIVE_UP = "give-up"
+
+
+class Why(StrEnum):
+    MARKED = "the pane carries its id"
+    NOT_PASTED = "neither the mark nor a later paste says it reached the pane"
+    OVERWRITTEN = "a later paste replaced the mark: it may or may not have been pasted"
+    RETRIES_SPENT = "every attempt is spent"
+
+
+@dataclass(frozen=True)
+class DeliveryEntry:
+    comment_id: int
+    state: DeliveryState
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What becomes of one ``pending`` entry after a restart or a failed paste."""
+
+    comment_id: int
+    verdict: Verdict
+    why: Why
+
+
+@dataclass(frozen=True)
+class DeliveryLedger:
+    """One pane's entries, ordered by when each one's latest attempt began."""
+
+    entries: tuple[DeliveryEntry, ...] = ()
+
+    def entry(self, comment_id: int) -> DeliveryEntry | None:
+        return next((e for e in self.entries if e.comment_id == comment_id), None)
+
+    @property
+    def pending(self) -> tuple[DeliveryEntry, ...]:
+        return tuple(e for e in self.entries if e.state is DeliveryState.PENDING)
+
+    @property
+    def held(self) -> tuple[int, ...]:
+        """The held comment ids, in the order they were held (the order to deliver them)."""
+        return tuple(e.comment_id for e in self.entries if e.state is DeliveryState.HELD)
+
+    def add(self, comment_id: int, state: DeliveryState = DeliveryState.WAITING) -> DeliveryLedger:
+        """A new entry, ``waiting`` or ``held``; refused for a comment already here."""
+        if state not in (DeliveryState.WAITING, DeliveryState.HELD):
+            raise LedgerTransitionError(f"a new entry is waiting or held, not {state}")
+        if self.entry(comment_id) is not None:
+            raise LedgerTransitionError(f"comment {comment_id} is already in the ledger")
+        return DeliveryLedger((*self.entries, DeliveryEntry(comment_id, state)))
+
+    def begin(self, comment_id: int, *, max_retries: int) -> DeliveryLedger:
+        """Start an attempt: the entry becomes ``pending`` and moves last.
+
+        Refused while another entry is pending (resolve it first: the mark names only
+        the last paste), for an entry that is done, and when no attempt is left.
+        """
+        entry = self._expect(comment_id, DeliveryState.WAITING, DeliveryState.HELD)
+        if self.pending:
+            raise LedgerTransitionError(f"comment {self.pending[0].comment_id} is still pending")
+        if entry.attempts >= max_retries:
+            raise LedgerTransitionError(f"comment {comment_id} has no attempt left")
+        begun = DeliveryEntry(comment_id, DeliveryState.PENDING, entry.attempts + 1)
+        others = tuple(e for e in self.entries if e.comment_id != comment_id)
+        return DeliveryLedger((*others, begun))
+
+    def delivered(self, comment_id: int) -> DeliveryLedger:
+        """The paste and the mark are done: ``pending`` → ``delivered``."""
+        return self._set(self._expect(comment_id, DeliveryState.PENDING), DeliveryState.DELIVERED)
+
+    def release_held(self) -> DeliveryLedger:
+        """Resume: every ``held`` entry becomes ``waiting``, keeping its place."""
+        return DeliveryLedger(
+            tuple(
+                replace(e, state=DeliveryState.WAITING) if e.state is DeliveryState.HELD else e
+                for e in self.entries
+            )
+        )
+
+    def paste_failed(self, comment_id: int, *, max_retries: int) -> Resolution:
+        """What follows a paste tmux refused (nothing reached the pane)."""
+        entry = self._expect(comment_id, DeliveryState.PENDING)
+        return _retry_or_give_up(entry, max_retries)
+
+    def resolve(self, pane_mark: str | None, *, max_retries: int) -> tuple[Resolution, ...]:
+        """On restart: each ``pending`` entry, in order, given the pane's delivered mark.
+
+        The entry the mark names was pasted: delivered. One before a later paste (the
+        mark names a later entry, or a later entry is delivered) may have been:
+        given up, never pasted twice. Any other was not pasted: retried while
+        attempts are left, else given up.
+        """
+        marked = max(
+            (i for i, e in enumerate(self.entries) if str(e.comment_id) == pane_mark), default=-1
+        )
+        delivered = [i for i, e in enumerate(self.entries) if e.state is DeliveryState.DELIVERED]
+        last_paste = max([marked, *delivered])
+        resolutions: list[Resolution] = []
+        for index, entry in enumerate(self.entries):
+            if entry.state is not DeliveryState.PENDING:
+                continue
+            if index == marked:
+                resolutions.append(Resolution(entry.comment_id, Verdict.DELIVERED, Why.MARKED))
+            elif index < last_paste:
+                resolutions.append(Resolution(entry.comment_id, Verdict.GIVE_UP, Why.OVERWRITTEN))
+            else:
+                resolutions.append(_retry_or_give_up(entry, max_retries))
+        return tuple(resolutions)
+
+    def apply(self, resolutions: Iterable[Resolution]) -> DeliveryLedger:
+        """The ledger once ``resolutions`` are written (retry → waiting)."""
+        ledger = self
+        for resolution in resolutions:
+            entry = ledger._expect(resolution.comment_id, DeliveryState.PENDING)
+            ledger = ledger._set(entry, _STATE_AFTER[resolution.verdict])
+        return ledger
+
+    def _expect(self, comment_id: int, *states: DeliveryState) -> DeliveryEntry:
+        entry = self.entry(comment_id)
+        if entry is None or entry.state not in states:
+            found = "absent" if entry is None else str(entry.state)
+            wanted = " or ".join(map(str, states))
+            raise LedgerTransitionError(f"comment {comment_id} is {found}, not {wanted}")
+        return entry
+
+    def _set(self, entry: DeliveryEntry, state: DeliveryState) -> DeliveryLedger:
+        changed = replace(entry, state=state)
+        return DeliveryLedger(tuple(changed if e == entry else e for e in self.entries))
+
+
+_STATE_AFTER = {
+    Verdict.DELIVERED: DeliveryState.DELIVERED,
+    Verdict.RETRY: DeliveryState.WAITING,
+    Verdict.GIVE_UP: DeliveryState.GIVEN_UP,
+}
+
+
+def _retry_or_give_up(entry: DeliveryEntry, max_retries: int) -> Resolution:
+    if entry.attempts < max_retries:
+        return Resolution(entry.comment_id, Verdict.RETRY, Why.NOT_PASTED)
+    return Resolution(entry.comment_id, Verdict.GIVE_UP, Why.RETRIES_SPENT)
+
+
+@dataclass(frozen=True)
+class Breaker:
+    """The circuit breaker of one session at one moment."""
+
+    open: bool
+    recent: int  # deliveries in the last hour
+    closes_at: float | None  # when open: when it closes (None: never, for a limit of 0)
+
+
+def breaker(delivered_at: Iterable[float], *, now: float, max_per_hour: int) -> Breaker:
+    """Open when ``max_per_hour`` deliveries already went in within the hour before ``now``.
+
+    ``delivered_at`` holds epoch seconds; a time after ``now`` (a clock step) counts as
+    recent. Raises ``ValueError`` for a negative limit.
+    """
+    if max_per_hour < 0:
+        raise ValueError(f"maxDeliveriesPerHour must be 0 or more, not {max_per_hour}")
+    recent = sorted(t for t in delivered_at if t > now - HOUR_SECONDS)
+    if len(recent) < max_per_hour:
+        return Breaker(False, len(recent), None)
+    # The oldest deliveries must leave the window until one fewer than the limit remain.
+    leaving = recent[len(recent) - max_per_hour] if max_per_hour else None
+    closes_at = None if leaving is None else max(leaving + HOUR_SECONDS, now)
+    return Breaker(True, len(recent), closes_at)
