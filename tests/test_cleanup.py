@@ -10,18 +10,17 @@ import pytest
 
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
+from tests.helpers.world import World
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item, tmux_names
 from the_loop.commands.sessions.release import clean_up
 from the_loop.config import Config
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
-from the_loop.eventlog import EventLog
 from the_loop.eventquery import query_events
 from the_loop.portable.control import CLEANUP, STOP, ControlStore
-from the_loop.portable.store import CHANNELS, PULL_REQUESTS, WorkItemStore
+from the_loop.portable.store import CHANNELS, PULL_REQUESTS
 from the_loop.ref import WorkItemRef
-from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 
 REF = WorkItemRef.parse("github:octo/app#15")
@@ -30,16 +29,12 @@ ITEM_TARGET = "loop-github-octo-app-15"
 PR_TARGET = "loop-github-octo-lib-7"
 
 
-class Stores:
-    """Real stores in ``tmp_path``: the registry, the portable store, control, the log."""
+class Stores(World):
+    """Real stores in ``tmp_path`` (the shared test world) and what their log says."""
 
     def __init__(self, tmp_path: Path) -> None:
-        state = tmp_path / "state"
-        self.events_path = state / "logs" / "events.jsonl"
-        self.events = EventLog(self.events_path, source="test")
-        self.registry = SessionRegistry(state / "local", events=self.events)
-        self.store = WorkItemStore(state / "portable")
-        self.control = ControlStore(state / "portable", store=self.store, events=self.events)
+        super().__init__(tmp_path, source="test")
+        self.events_path = self.layout.event_log
 
     def tmux_name(self, ref: WorkItemRef) -> str:
         """The name the dispatcher gives ``ref``: ``loop-<its record file's stem>``."""

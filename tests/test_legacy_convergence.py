@@ -12,17 +12,16 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.world import World
 from the_loop.attributes import ATTRIBUTES, MACHINE_FILE, OPERATOR_FILE
 from the_loop.cli import main
-from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.channels import ChannelState
 from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
-from the_loop.portable.store import GRAPH, WorkItemStore
+from the_loop.portable.store import GRAPH
 from the_loop.ref import WorkItemRef
 from the_loop.repository_file import STATE_KEYS, WorkItemState, WorkItemStateFile
 from the_loop.routing import POLICY_FROM_GRAPH_SECTION, POLICY_FROM_REPOSITORY_FILE, Router
-from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 from the_loop.upgrade import find_retired
 
@@ -43,15 +42,12 @@ def write(path: Path, document: Any) -> None:
     path.write_text(json.dumps(document), encoding="utf-8")
 
 
-class OldRoot:
-    """A state root as an older release left it."""
+class OldRoot(World):
+    """A state root as an older release left it (on the shared test world)."""
 
     def __init__(self, tmp_path: Path) -> None:
+        super().__init__(tmp_path)
         self.tmp_path = tmp_path
-        self.layout = StateLayout(tmp_path / "state")
-        self.legacy = legacy_layout(self.layout)
-        self.registry = SessionRegistry(self.layout.local_dir)
-        self.store = WorkItemStore(self.layout.portable_dir, self.legacy)
         self.checkout = tmp_path / "checkout"
         self.checkout.mkdir()
 

