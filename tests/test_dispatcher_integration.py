@@ -15,15 +15,14 @@ import pytest
 
 from tests.helpers.gitrepo import git, make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
+from tests.helpers.world import World
 from the_loop.config import Config
 from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.errors import TheLoopError
-from the_loop.eventlog import EventLog
 from the_loop.eventquery import query_events
 from the_loop.fsio import write_json
-from the_loop.portable.control import START, STOP, ControlStore
-from the_loop.portable.store import WorkItemStore
+from the_loop.portable.control import START, STOP
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
@@ -45,20 +44,26 @@ AGENT = [
 STATE_FILE = f"docs/specs/{REF.slug}/work-item-state.json"
 
 
-class Env:
-    """One test's remote, workspace root, stores and tmux socket."""
+class Env(World):
+    """One test's remote, workspace root, stores (the shared world) and tmux socket."""
 
     def __init__(self, tmp_path: Path, socket: str) -> None:
+        super().__init__(tmp_path, source="test")
         self.tmp_path = tmp_path
         self.socket = socket
         self.root = tmp_path / "workspaces"
-        state = tmp_path / "state"
-        self.events_path = state / "logs" / "events.jsonl"
-        self.events = EventLog(self.events_path, source="test")
-        self.registry = SessionRegistry(state / "local", events=self.events)
-        self.store = WorkItemStore(state / "portable")
-        self.control = ControlStore(state / "portable", store=self.store, events=self.events)
+        self.events_path = self.layout.event_log
         self.remote: Path | None = None
+        self._registry: SessionRegistry | None = None
+
+    @property
+    def registry(self) -> SessionRegistry:
+        """The world's registry, unless a test put another in its place."""
+        return self.stores.registry if self._registry is None else self._registry
+
+    @registry.setter
+    def registry(self, registry: SessionRegistry) -> None:
+        self._registry = registry
 
     def dispatcher(self, files: dict[str, str] | None = None, **routing: Any) -> Dispatcher:
         """A dispatcher on this env; ``routing`` entries are merged over the test defaults."""
@@ -79,7 +84,10 @@ class Env:
                 settings[key] = value
         config = Config({"routing": settings})
         return build_dispatcher(
-            config, registry=self.registry, control_store=self.control, events=self.events
+            config,
+            registry=self.registry,
+            control_store=self.control,
+            events=self.events,
         )
 
     def events_named(self, name: str) -> list[dict[str, Any]]:

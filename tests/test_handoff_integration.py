@@ -18,17 +18,15 @@ import pytest
 
 from tests.helpers.gitrepo import git, make_remote
 from tests.helpers.tmuxsock import private_tmux_socket, wait_until
-from the_loop.cli import main
+from tests.helpers.world import World
 from the_loop.dispatch.tmux import TmuxRunner, tmux_session_name
-from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.channels import ChannelState
 from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
-from the_loop.portable.store import PULL_REQUESTS, WorkItemStore
+from the_loop.portable.store import PULL_REQUESTS
 from the_loop.ref import WorkItemRef
 from the_loop.repository_file import STATE_KEYS, WorkItemState, WorkItemStateFile
 from the_loop.routing import OWNER_FROM_PORTABLE, POLICY_FROM_REPOSITORY_FILE, Router
-from the_loop.sessions.registry import SessionRegistry
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 SAME_REPO_PR = WorkItemRef.parse("github:octo/app#16")
@@ -39,48 +37,27 @@ BRANCH = "work/15"
 AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{session_id}"]
 
 
-class Machine:
+class Machine(World):
     """One machine: a state root, a workspace root, a tmux server and a config naming them."""
 
     def __init__(self, home: Path, remote: Path, socket: str) -> None:
-        self.home = home
         self.socket = socket
-        self.layout = StateLayout(home / "state")
         self.workspace = home / "workspaces"
-        self.config = home / "cli-config.yaml"
-        home.mkdir(parents=True)
-        document = {
-            "state": {"root": str(self.layout.root)},
-            "routing": {
-                "defaultHarness": "command",
-                "harnesses": {"command": {"argv": AGENT}},
-                "sessionPerPr": "never",
-                "workspace": {
-                    "root": str(self.workspace),
-                    "repositories": {"octo/app": str(remote)},
-                },
-                "tmux": {"socket": socket, "harnessKillGraceSeconds": 3},
-            },
-            # Nothing here may reach a provider: an unroutable API that would fail loudly.
-            "integrations": {"github": {"apiUrl": "http://127.0.0.1:9"}},
+        routing = {
+            "defaultHarness": "command",
+            "harnesses": {"command": {"argv": AGENT}},
+            "sessionPerPr": "never",
+            "workspace": {"root": str(self.workspace), "repositories": {"octo/app": str(remote)}},
+            "tmux": {"socket": socket, "harnessKillGraceSeconds": 3},
         }
-        self.config.write_text(json.dumps(document), encoding="utf-8")
-
-    def run(self, *argv: str) -> int:
-        return main(["--config", str(self.config), *argv])
+        # Nothing here may reach a provider: an unroutable API that would fail loudly.
+        github = {"github": {"apiUrl": "http://127.0.0.1:9"}}
+        super().__init__(home, {"routing": routing, "integrations": github})
 
     def listed(self, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
         capsys.readouterr()
         assert self.run("sessions", "list", "--format", "json") == 0
         return json.loads(capsys.readouterr().out)["items"]
-
-    @property
-    def registry(self) -> SessionRegistry:
-        return SessionRegistry(self.layout.local_dir)
-
-    @property
-    def store(self) -> WorkItemStore:
-        return WorkItemStore(self.layout.portable_dir, legacy_layout(self.layout))
 
     @property
     def channels(self) -> ChannelState:

@@ -58,7 +58,7 @@ def world(tmp_path: Path, tmux_socket: str) -> World:
     world = World(tmp_path, tmux_socket)
     for ref in (FIRST, SECOND):
         assert world.run("sessions", "start", "--work-item", ref.ref, "--no-comment") == 0
-        world.store().write_section(ref, POLL, {"seenComments": ["c"], "commentAttempts": {}})
+        world.store.write_section(ref, POLL, {"seenComments": ["c"], "commentAttempts": {}})
     tmux = world.tmux()
     for ref in (FIRST, SECOND):
         assert wait_until(lambda ref=ref: "ready" in tmux.capture(world.target(ref)))
@@ -66,7 +66,7 @@ def world(tmp_path: Path, tmux_socket: str) -> World:
 
 
 def _consistent(world: World) -> None:
-    registry, control, tmux = world.registry(), world.control(), world.tmux()
+    registry, control, tmux = world.registry, world.control, world.tmux()
     for ref in (FIRST, SECOND):
         remembered = registry.find_by_work_item(ref, include_closed=True) is not None
         running = tmux.liveness(world.target(ref)) == "live"
@@ -84,7 +84,7 @@ def test_a_reset_killed_at_a_step_boundary_leaves_consistent_state_and_a_rerun_f
     section write of the first item; the state stays consistent; reset again → exit 0."""
     log_before = world.layout.event_log.read_bytes()
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, boundary, "--config", str(world.config), *RESET_ALL],
+        [sys.executable, "-c", CHILD, boundary, "--config", str(world.config_path), *RESET_ALL],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -96,7 +96,7 @@ def test_a_reset_killed_at_a_step_boundary_leaves_consistent_state_and_a_rerun_f
     assert world.layout.event_log.read_bytes().startswith(log_before)
     assert world.run("sessions", "reset", "--all") == 0
     _consistent(world)
-    registry, store, tmux = world.registry(), world.store(), world.tmux()
+    registry, store, tmux = world.registry, world.store, world.tmux()
     for ref in (FIRST, SECOND):
         assert registry.find_by_work_item(ref, include_closed=True) is None
         assert not store.path_for(ref).exists()

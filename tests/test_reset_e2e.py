@@ -28,7 +28,7 @@ def _start(world: World) -> list[int]:
     assert wait_until(lambda: "ready" in tmux.capture(world.target(ITEM)))
     pids = tmux.pane_pids(world.target(ITEM))
     assert pids and world.worktree(ITEM).is_dir()
-    world.store().write_section(ITEM, POLL, {"seenComments": ["IC_1"], "commentAttempts": {}})
+    world.store.write_section(ITEM, POLL, {"seenComments": ["IC_1"], "commentAttempts": {}})
     return pids
 
 
@@ -51,8 +51,8 @@ def test_reset_ends_the_agent_removes_the_worktree_and_forgets_the_item(
     assert all(process_gone(pid) for pid in pids)
     assert world.tmux().liveness(world.target(ITEM)) in ("dead", "absent")
     assert not world.worktree(ITEM).exists()
-    assert world.registry().find_by_work_item(ITEM, include_closed=True) is None
-    assert not world.store().path_for(ITEM).exists()
+    assert world.registry.find_by_work_item(ITEM, include_closed=True) is None
+    assert not world.store.path_for(ITEM).exists()
     log = world.layout.event_log.read_bytes()
     assert log.startswith(earlier)
     appended = [json.loads(line) for line in log[len(earlier) :].splitlines()]
@@ -66,7 +66,7 @@ def test_with_keep_checkout_on_close_the_worktree_stays_and_is_not_claimed(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """R5.4: a kept checkout is never reported as removed."""
-    world.configure(keepCheckoutOnClose=True)
+    world.configure_routing(keepCheckoutOnClose=True)
     pids = _start(world)
     (world.worktree(ITEM) / "notes.txt").write_text("work in progress\n")
     capsys.readouterr()
@@ -113,7 +113,7 @@ def test_a_closed_record_whose_agent_still_runs_is_ended_by_reset(
     """Crash safety: a close interrupted after the record was closed leaves the agent
     running; reset sees the live tmux pane, ends it, then forgets the record."""
     pids = _start(world)
-    world.registry().close(ITEM, reason="interrupted")
+    world.registry.close(ITEM, reason="interrupted")
     capsys.readouterr()
     assert world.run("sessions", "reset", "--work-item", ITEM.ref, "--dry-run") == 0
     assert f"{ITEM.ref}: would end a live command session" in capsys.readouterr().out
@@ -129,7 +129,7 @@ def test_an_agent_the_close_path_leaves_running_is_never_reported_as_ended(
 ) -> None:
     """cli.md: "ended a live session" only when it really ended. With killHarnessOnClose
     false the close path keeps the agent: reset says so, exits 1, and names cleanup."""
-    world.configure(tmux={"killHarnessOnClose": False})
+    world.configure_routing(tmux={"killHarnessOnClose": False})
     pids = _start(world)
     capsys.readouterr()
     assert world.run("sessions", "reset", "--work-item", ITEM.ref) == 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,13 @@ import pytest
 
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
-from the_loop.cli import build_parser, main
+from tests.helpers.world import World
+from the_loop.cli import build_parser
 from the_loop.commands.sessions.records import LIST_HEADERS, run_attach
 from the_loop.dispatch.tmux import TmuxRunner
 from the_loop.errors import TheLoopError
 from the_loop.ref import WorkItemRef
 from the_loop.repository_file import WorkItemState, WorkItemStateFile
-from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 
 ITEM = "github:octo/app#15"
@@ -29,22 +28,21 @@ AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{sessi
 TARGET = "loop-github-octo-app-15"
 
 
-@dataclass
-class Loop:
-    """One test's world: a config file, a state root, a workspace root and a tmux socket."""
+class Loop(World):
+    """One test's world (the shared one): a config file, a state root, a workspace root
+    and a tmux socket."""
 
-    tmp_path: Path
-    socket: str
-    capsys: pytest.CaptureFixture[str]
-    remote: Path | None = None
+    usage_exit_returns = True
 
-    @property
-    def config(self) -> Path:
-        return self.tmp_path / "cli-config.yaml"
+    def __init__(self, tmp_path: Path, socket: str) -> None:
+        super().__init__(tmp_path)
+        self.tmp_path = tmp_path
+        self.socket = socket
+        self.remote: Path | None = None
 
     @property
     def state(self) -> Path:
-        return self.tmp_path / "state"
+        return self.layout.root
 
     @property
     def workspace(self) -> Path:
@@ -59,7 +57,7 @@ class Loop:
             self.remote = make_remote(self.tmp_path, "app")
         return self.remote
 
-    def configure(self, **routing: Any) -> None:
+    def configure_routing(self, **routing: Any) -> None:
         """Write the config: the defaults below, with ``routing`` merged on top (one level)."""
         base: dict[str, Any] = {
             "defaultHarness": "command",
@@ -73,35 +71,21 @@ class Loop:
         for key, value in routing.items():
             merged = {**base.get(key, {}), **value} if isinstance(value, dict) else value
             base[key] = merged
-        document = {"state": {"root": str(self.state)}, "routing": base}
-        self.config.write_text(json.dumps(document), encoding="utf-8")
-
-    def run(self, *argv: str) -> int:
-        """``main`` with ``--config``; argparse usage errors come back as their exit code."""
-        try:
-            return main(["--config", str(self.config), *argv])
-        except SystemExit as exit_:
-            return int(exit_.code or 0)
+        self.configure({"routing": base})
 
     def output(self, *argv: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        code = self.run(*argv)
-        captured = self.capsys.readouterr()
-        return code, captured.out, captured.err
+        return self.run_cli(argv)
 
     def listing(self, *extra: str) -> list[dict[str, Any]]:
         code, out, _ = self.output("sessions", "list", "--format", "json", *extra)
         assert code == 0
         return json.loads(out)["items"]
 
-    def registry(self) -> SessionRegistry:
-        return SessionRegistry(self.state / "local")
-
     def tmux(self) -> TmuxRunner:
         return TmuxRunner(socket=self.socket, timeout=30)
 
-    def events(self, name: str) -> list[dict[str, Any]]:
-        log = self.state / "logs" / "events.jsonl"
+    def events_named(self, name: str) -> list[dict[str, Any]]:
+        log = self.layout.event_log
         lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
         return [event for event in map(json.loads, lines) if event["event"] == name]
 
@@ -113,10 +97,9 @@ class Loop:
 def loop(
     tmp_path: Path,
     tmux_socket: str,  # noqa: F811 - the imported fixture
-    capsys: pytest.CaptureFixture[str],
 ) -> Iterator[Loop]:
-    world = Loop(tmp_path, tmux_socket, capsys)
-    world.configure()
+    world = Loop(tmp_path, tmux_socket)
+    world.configure_routing()
     yield world
 
 
@@ -147,7 +130,7 @@ def register_argv(harness: str, session_id: str, *extra: str, work_item: str = I
 def attach(loop: Loop, *argv: str, work_item: str = ITEM) -> list[str]:
     """Run ``sessions attach`` with an injected exec; the argv it would have run."""
     args = build_parser().parse_args(
-        ["--config", str(loop.config), "sessions", "attach", "--work-item", work_item, *argv]
+        ["--config", str(loop.config_path), "sessions", "attach", "--work-item", work_item, *argv]
     )
     recorder = ExecRecorder()
     assert run_attach(args, execvp=recorder).exit_code == 0
@@ -172,7 +155,7 @@ def test_register_records_a_hand_started_session_that_list_then_shows(loop: Loop
         str(checkout),
     )
     assert row["status"] == "active" and row["tmuxTarget"] == "" and row["control"] is None
-    assert [event["work_item"] for event in loop.events("session.registered")] == [ITEM]
+    assert [event["work_item"] for event in loop.events_named("session.registered")] == [ITEM]
 
 
 def test_register_refuses_a_second_live_session_without_force_and_replaces_it_with_force(
@@ -190,7 +173,7 @@ def test_register_refuses_a_second_live_session_without_force_and_replaces_it_wi
 
 
 def test_register_warns_but_registers_when_the_harness_binary_is_not_on_path(loop: Loop):
-    loop.configure(harnesses={"claude": {"binary": "no-such-claude-binary"}})
+    loop.configure_routing(harnesses={"claude": {"binary": "no-such-claude-binary"}})
     code, _, err = loop.output(*register_argv("claude", "0f1c"))
     assert code == 0
     assert "warning: the claude binary 'no-such-claude-binary' is not on PATH" in err
@@ -285,7 +268,7 @@ def test_link_pr_records_the_pull_request_in_all_three_files_once(loop: Loop, tm
     assert [endpoint["workItem"] for endpoint in row["pullRequests"]] == [PR]
     assert loop.portable()["pullRequests"] == {PR: {"seenComments": [], "commentAttempts": {}}}
     assert [entry.ref for entry in state_file.load().pull_requests] == [PR]
-    assert len(loop.events("session.pr_linked")) == 1
+    assert len(loop.events_named("session.pr_linked")) == 1
 
 
 def test_link_pr_leaves_a_checkout_without_a_state_file_alone(loop: Loop, tmp_path: Path):
@@ -361,7 +344,7 @@ def test_attach_to_a_hand_registered_session_without_tmux_exits_1(loop: Loop):
 
 
 def _controls(loop: Loop) -> list[str]:
-    return [event["command"] for event in loop.events("control.recorded")]
+    return [event["command"] for event in loop.events_named("control.recorded")]
 
 
 def _shows(loop: Loop, text: str, target: str = TARGET) -> bool:
@@ -430,7 +413,7 @@ def test_the_whole_life_of_a_session_from_start_to_cleanup(loop: Loop):
     assert loop.listing() == []
     assert loop.portable()["control"]["command"] == "cleanup"
     assert _controls(loop) == ["start", "pause", "resume", "stop", "cleanup"]
-    assert {event["actor"] for event in loop.events("control.recorded")} == {os_user()}
+    assert {event["actor"] for event in loop.events_named("control.recorded")} == {os_user()}
 
 
 def os_user() -> str:
@@ -440,7 +423,9 @@ def os_user() -> str:
 
 
 def test_stop_kills_tmux_and_keeps_the_checkout_when_configured_so(loop: Loop):
-    loop.configure(tmux={"keepSessionOnClose": False}, workspace={"keepCheckoutOnClose": True})
+    loop.configure_routing(
+        tmux={"keepSessionOnClose": False}, workspace={"keepCheckoutOnClose": True}
+    )
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
     assert code == 0
@@ -467,7 +452,7 @@ def test_close_takes_the_close_path_with_the_tmux_flag_and_records_no_control(lo
 
 
 def test_close_keep_tmux_keeps_the_transcript_even_when_the_config_kills(loop: Loop):
-    loop.configure(tmux={"keepSessionOnClose": False})
+    loop.configure_routing(tmux={"keepSessionOnClose": False})
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     assert loop.run("sessions", "close", "--work-item", ITEM, "--keep-tmux") == 0
     assert loop.tmux().liveness(TARGET) == "dead"
@@ -478,7 +463,7 @@ def test_stop_ends_a_pull_request_endpoint_with_a_tmux_session_of_its_own(loop: 
     assert loop.run("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "16") == 0
     pr_target = "loop-github-octo-app-16"
     loop.tmux().spawn(pr_target, loop.tmp_path, ["bash", "-c", "echo pr agent; exec sleep 600"])
-    registry = loop.registry()
+    registry = loop.registry
     record = registry.find_by_work_item(ITEM)
     assert record is not None
     endpoint = record.endpoint_for(PR)
@@ -503,7 +488,7 @@ def test_start_on_a_running_session_says_so_and_records_one_start(loop: Loop):
     assert code == 0
     assert out == f"{ITEM}: already running: command session {session_id} in tmux {TARGET}\n"
     assert _controls(loop) == ["start", "start"]
-    assert len(loop.events("session.spawned")) == 1
+    assert len(loop.events_named("session.spawned")) == 1
 
 
 def test_start_resumes_a_paused_session_instead_of_spawning(loop: Loop):
@@ -514,7 +499,7 @@ def test_start_resumes_a_paused_session_instead_of_spawning(loop: Loop):
     [row] = loop.listing()
     assert (row["status"], row["control"]) == ("active", "start")
     assert _controls(loop) == ["start", "pause", "start"]
-    assert len(loop.events("session.spawned")) == 1
+    assert len(loop.events_named("session.spawned")) == 1
 
 
 def test_start_restarts_an_active_session_whose_agent_has_ended(loop: Loop):
@@ -560,7 +545,7 @@ def test_attach_exits_1_when_the_tmux_session_is_gone(loop: Loop):
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     loop.tmux().kill(TARGET)
     args = build_parser().parse_args(
-        ["--config", str(loop.config), "sessions", "attach", "--work-item", ITEM]
+        ["--config", str(loop.config_path), "sessions", "attach", "--work-item", ITEM]
     )
     recorder = ExecRecorder()
     with pytest.raises(TheLoopError, match=f"tmux session {TARGET} is gone") as raised:
@@ -597,13 +582,15 @@ def test_cleanup_dry_run_says_what_would_go_and_changes_nothing(loop: Loop):
 def _nothing_left_behind(loop: Loop) -> None:
     assert loop.tmux().liveness(TARGET) == "absent"
     assert not loop.worktree.exists()
-    assert loop.registry().find_by_work_item(ITEM, include_closed=True) is None
+    assert loop.registry.find_by_work_item(ITEM, include_closed=True) is None
     assert loop.portable()["control"]["command"] == "pause"
-    assert [event["work_item"] for event in loop.events("session.spawn_failed")] == [ITEM]
+    assert [event["work_item"] for event in loop.events_named("session.spawn_failed")] == [ITEM]
 
 
 def test_a_spawn_with_a_missing_harness_binary_fails_and_leaves_nothing_behind(loop: Loop):
-    loop.configure(harnesses={"command": {"argv": ["no-such-agent-binary", "{session_id}"]}})
+    loop.configure_routing(
+        harnesses={"command": {"argv": ["no-such-agent-binary", "{session_id}"]}}
+    )
     assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
     code, out, err = loop.output("sessions", "start", "--work-item", ITEM)
     assert (code, out) == (1, "")
