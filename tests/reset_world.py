@@ -25,13 +25,11 @@ def process_gone(pid: int) -> bool:
 class World(SharedWorld):
     """The shared test world with a remote, a workspace root and a tmux socket configured."""
 
-    usage_exit_returns = True
-
     def __init__(self, tmp_path: Path, socket: str) -> None:
         self.tmp_path = tmp_path
         self.socket = socket
         self.remote = make_remote(tmp_path, "app")
-        super().__init__(tmp_path)
+        super().__init__(tmp_path, usage_exit_returns=True)
         self.configure_routing()
 
     @property

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
-from the_loop.cli import main
+from tests.helpers.world import World
 from the_loop.github import GitHubError, api_url_for, post_issue_comment
 from the_loop.ref import WorkItemRef
 
@@ -84,8 +84,8 @@ def github() -> Iterator[FakeGitHub]:
 
 def write_config(
     tmp_path: Path, api_url: str, *, comment: bool | None = None, socket: str = ""
-) -> Path:
-    """A config with the state root and the API URL in ``tmp_path``; no workspaces."""
+) -> World:
+    """The shared world with the API URL in its config; no workspaces."""
     integration: dict[str, Any] = {"apiUrl": api_url}
     if comment is not None:
         integration["comment"] = comment
@@ -97,21 +97,12 @@ def write_config(
         "spawnWorkdir": str(workdir),
         "tmux": {"socket": socket},
     }
-    document = {
-        "state": {"root": str(tmp_path / "state")},
-        "routing": routing,
-        "integrations": {"github": integration},
-    }
-    path = tmp_path / "cli-config.yaml"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
+    document = {"routing": routing, "integrations": {"github": integration}}
+    return World(tmp_path, document, usage_exit_returns=True)
 
 
-def run(config: Path, *argv: str) -> int:
-    try:
-        return main(["--config", str(config), "sessions", *argv])
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+def run(world: World, *argv: str) -> int:
+    return world.run("sessions", *argv)
 
 
 def events(tmp_path: Path, name: str) -> list[dict[str, Any]]:

@@ -14,7 +14,6 @@ import pytest
 
 from tests.helpers.world import World
 from the_loop.attributes import ATTRIBUTES, MACHINE_FILE, OPERATOR_FILE
-from the_loop.cli import main
 from the_loop.portable.channels import ChannelState
 from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
@@ -140,9 +139,7 @@ def test_the_cli_lists_a_v1_root_without_rewriting_it(
 ) -> None:
     path = old.v1_session_record()
     before = path.read_bytes()
-    config = old.tmp_path / "cli-config.yaml"
-    config.write_text(f"state:\n  root: {old.layout.root}\n", encoding="utf-8")
-    assert main(["--config", str(config), "sessions", "list", "--format", "json"]) == 0
+    assert old.run("sessions", "list", "--format", "json") == 0
     [listed] = json.loads(capsys.readouterr().out)["items"]
     assert listed["workItem"] == ITEM.ref
     assert [item["workItem"] for item in listed["pullRequests"]] == [PR.ref]

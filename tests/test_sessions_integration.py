@@ -32,10 +32,8 @@ class Loop(World):
     """One test's world (the shared one): a config file, a state root, a workspace root
     and a tmux socket."""
 
-    usage_exit_returns = True
-
     def __init__(self, tmp_path: Path, socket: str) -> None:
-        super().__init__(tmp_path)
+        super().__init__(tmp_path, usage_exit_returns=True)
         self.tmp_path = tmp_path
         self.socket = socket
         self.remote: Path | None = None

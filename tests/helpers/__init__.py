@@ -1,1 +1,2 @@
-"""Shared test helpers: real git remotes (``gitrepo``) and private tmux sockets (``tmuxsock``)."""
+"""Shared test helpers: the one test world (``world``), real git remotes (``gitrepo``),
+private tmux sockets (``tmuxsock``) and the package import reader (``imports``)."""

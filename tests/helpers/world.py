@@ -26,14 +26,21 @@ class World:
     """``<home>/state`` and ``<home>/cli-config.yaml`` naming it; stores opened on first use.
 
     ``config`` is the document beside ``state.root`` (written as JSON, which YAML reads);
-    ``source`` is the event-log source the stores write with.
+    ``source`` is the event-log source the stores write with; with ``usage_exit_returns``,
+    :meth:`run` returns argparse's usage exit (2) instead of raising ``SystemExit``.
     """
 
     def __init__(
-        self, home: Path, config: Mapping[str, Any] | None = None, *, source: str = "sessions"
+        self,
+        home: Path,
+        config: Mapping[str, Any] | None = None,
+        *,
+        source: str = "sessions",
+        usage_exit_returns: bool = False,
     ) -> None:
         self.home = home
         self.source = source
+        self.usage_exit_returns = usage_exit_returns
         self.layout = StateLayout(home / "state")
         self.config_path = home / "cli-config.yaml"
         home.mkdir(parents=True, exist_ok=True)
@@ -74,9 +81,6 @@ class World:
     @property
     def legacy(self) -> LegacyLayout:
         return legacy_layout(self.layout)
-
-    #: Whether :meth:`run` returns argparse's usage exit (2) instead of raising SystemExit.
-    usage_exit_returns = False
 
     def run(self, *argv: str) -> int:
         """``main(["--config", <this config>, *argv])``; output goes to the real streams
