@@ -113,13 +113,17 @@ def _unique(refs: list[WorkItemRef]) -> list[WorkItemRef]:
 
 def warnings_for(context: Context) -> list[str]:
     """The two warnings of the design: a running daemon; arming not required."""
-    from the_loop.dispatch.daemons import running_daemons
+    from the_loop.dispatch.daemons import pidfile_problems, running_daemons
 
     found = [
         f"the {daemon.name} looks like it is running (pid {daemon.pid}); it can write "
         "in-flight poll state back after this reset — stop it first for a clean slate"
         for daemon in running_daemons(context.layout)
     ]
+    found.extend(
+        f"cannot tell whether a daemon is running: {problem}"
+        for problem in pidfile_problems(context.layout)
+    )
     config = context.config
     arming_off = not config.get_bool("routing.control.enabled", True) or not config.get_bool(
         "routing.control.requireStartCommand", True
