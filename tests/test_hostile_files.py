@@ -128,17 +128,38 @@ def test_emit_to_a_fifo_fails_at_once_and_writes_nothing(tmp_path: Path) -> None
     assert fifo.is_fifo()
 
 
-def test_a_reset_with_a_fifo_log_ends_and_says_the_event_was_not_appended(
-    tmp_path: Path,
+@pytest.mark.parametrize("selection", [["--work-item", ITEM.ref], ["--all"]])
+def test_a_reset_with_a_fifo_log_refuses_once_and_resets_nothing(
+    tmp_path: Path, selection: list[str]
 ) -> None:
     config, layout = configure(tmp_path)
     layout.event_log.parent.mkdir(parents=True)
     os.mkfifo(layout.event_log)
     seed(layout)
-    reset = run_cli(tmp_path, "--config", str(config), "sessions", "reset", "--work-item", ITEM.ref)
+    record = layout.portable_dir / f"{ITEM.slug}.json"
+    before = record.read_bytes()
+    reset = run_cli(tmp_path, "--config", str(config), "sessions", "reset", *selection)
     assert reset.returncode == 1
-    assert "could not append the session.reset event" in reset.stderr
+    assert reset.stderr == (
+        f"error: {layout.event_log} is a FIFO, not a regular file: no session.reset event "
+        "can be appended to it, so nothing was reset\n"
+    )
+    assert record.read_bytes() == before
     assert layout.event_log.is_fifo()
+
+
+def test_a_dry_run_with_a_fifo_log_warns_once(tmp_path: Path) -> None:
+    config, layout = configure(tmp_path)
+    layout.event_log.parent.mkdir(parents=True)
+    os.mkfifo(layout.event_log)
+    seed(layout)
+    argv = ["--config", str(config), "sessions", "reset", "--all", "--dry-run"]
+    result = run_cli(tmp_path, *argv)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "FIFO" in line] == [
+        f"warning: {layout.event_log} is a FIFO, not a regular file: no session.reset event "
+        "can be appended to it"
+    ]
 
 
 @pytest.mark.parametrize("pidfile", ["poll.pid", "gh-webhook.pid"])

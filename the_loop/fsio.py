@@ -245,6 +245,15 @@ def _refuse_stranger(path: str | Path) -> None:
         raise StrangerFile(path, kind)
 
 
+def stranger_at(path: str | Path) -> StrangerFile | None:
+    """The :class:`StrangerFile` that opening ``path`` would raise, or None (absent or regular)."""
+    try:
+        _refuse_stranger(path)
+    except StrangerFile as error:
+        return error
+    return None
+
+
 def read_object(path: str | Path) -> tuple[str, object, str]:
     """``(status, parsed JSON, problem)`` of a record file, with one open; never raises.
 
@@ -350,6 +359,8 @@ def locked(lock_path: Path) -> Generator[None]:
     directory and the name a regular file: a link (even a dangling one), a FIFO
     or anything else raises :class:`StrangerFile` and nothing is created.
     """
+    if os.path.lexists(lock_path.parent):
+        _refuse_linked_directory(lock_path.parent)  # before anything is made through it
     make_directory(lock_path.parent)
     _refuse_linked_directory(lock_path.parent)
     fd = open_regular(lock_path, os.O_RDWR | os.O_CREAT)
