@@ -19,7 +19,7 @@ from tests.helpers.hostile import HANG_GUARD, ITEM, configure, run_cli, seed
 from the_loop.dispatch.daemons import pidfile_problems, read_pid
 from the_loop.eventlog import EventLog, read_events
 from the_loop.eventquery import follow_events
-from the_loop.fsio import MAX_JSON_DEPTH, append_line, read_object
+from the_loop.fsio import MAX_JSON_DEPTH, append_lines, read_object
 
 FRAGMENT = b'{"ts":"x","event":"session.re'
 
@@ -71,7 +71,7 @@ def test_a_write_that_stops_short_leaves_the_log_exactly_as_it_was(tmp_path: Pat
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with pytest.raises(OSError, match="No space left"):
-        append_line(log, b'{"event":"b"}\n', write=disk_fills_up)
+        append_lines(log, b'{"event":"b"}\n', write=disk_fills_up)
     assert len(calls) == 2
     assert log.read_bytes() == before
 
@@ -80,7 +80,7 @@ def test_a_write_that_writes_nothing_is_a_failure_not_a_loop(tmp_path: Path) -> 
     log = tmp_path / "events.jsonl"
     log.write_bytes(b'{"event":"a"}\n')
     with pytest.raises(OSError, match="stopped short"):
-        append_line(log, b'{"event":"b"}\n', write=lambda fd, data: 0)
+        append_lines(log, b'{"event":"b"}\n', write=lambda fd, data: 0)
     assert log.read_bytes() == b'{"event":"a"}\n'
 
 
@@ -88,8 +88,8 @@ def test_a_whole_line_is_appended_after_a_complete_last_line_without_a_blank_one
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "logs" / "events.jsonl"
-    append_line(log, b'{"event":"a"}\n')
-    append_line(log, b'{"event":"b"}\n')
+    append_lines(log, b'{"event":"a"}\n')
+    append_lines(log, b'{"event":"b"}\n')
     assert log.read_bytes() == b'{"event":"a"}\n{"event":"b"}\n'
 
 
@@ -261,3 +261,30 @@ def test_a_record_nested_past_the_limit_is_unreadable_not_a_recursion_error(
     assert (status, data) == ("unreadable", None)
     assert f"deeper than {MAX_JSON_DEPTH} levels" in problem
 
+
+def test_a_fifo_crash_log_is_named_and_the_traceback_goes_to_the_fallback(
+    tmp_path: Path,
+) -> None:
+    config, layout = configure(tmp_path)
+    layout.crash_log.parent.mkdir(parents=True)
+    os.mkfifo(layout.crash_log)
+    fallback_dir = tmp_path / "tmp"
+    fallback_dir.mkdir()
+    script = (
+        "import argparse, sys; from the_loop.commands.crash import report_bug; "
+        "print(report_bug(ValueError('kaboom'), argparse.Namespace(config=sys.argv[1]), []))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(config)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD,
+        check=False,
+        env={**os.environ, "TMPDIR": str(fallback_dir)},
+    )
+    assert result.returncode == 0, result.stderr
+    fallback = fallback_dir / f"the-loop-crash-{os.getuid()}.log"
+    assert f"{layout.crash_log} is a FIFO, not a regular file" in result.stdout
+    assert f"details in {fallback}" in result.stdout
+    assert "ValueError: kaboom" in fallback.read_text("utf-8")
+    assert layout.crash_log.is_fifo()

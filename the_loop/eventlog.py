@@ -1,6 +1,6 @@
 """The append-only JSONL event log and the catalogue of event types.
 
-Each event is one compact JSON line appended whole by ``fsio.append_line``, under
+Each event is one compact JSON line appended whole by ``fsio.append_lines``, under
 the log's own ``flock``, so writers never interleave or glue onto a torn line. Nothing
 here rewrites or deletes the log; only a failed append of our own is cut back off.
 ``read_events`` (published) is a thin
@@ -18,7 +18,7 @@ from typing import Any
 
 from the_loop.eventlines import LEVELS
 from the_loop.eventquery import EventFilter, query_events
-from the_loop.fsio import append_line
+from the_loop.fsio import append_lines
 
 ENVELOPE_KEYS = ("ts", "source", "event", "level", "pid")
 SHADOWED_KEY = "shadowed"
@@ -101,9 +101,9 @@ class EventLog:
             + "\n"
         )
         try:
-            append_line(self.path, line.encode("utf-8"))
+            append_lines(self.path, line.encode("utf-8"))
         except OSError:
-            return False  # nothing of this line is left behind (see ``append_line``)
+            return False  # nothing of this line is left behind (see ``append_lines``)
         return True
 
 

@@ -310,28 +310,33 @@ def _read_to_end(fd: int, size: int) -> bytes:
 Writer = Callable[[int, memoryview], int]
 
 
-def append_line(path: Path, line: bytes, *, write: Writer = os.write) -> None:
-    """Append the whole ``line`` (ending in ``\\n``) to the regular file ``path``, or nothing.
+def append_lines(
+    path: Path, data: bytes, *, mode: int = 0o644, sync: bool = False, write: Writer = os.write
+) -> None:
+    """Append the whole lines ``data`` (ending in ``\\n``) to the regular file ``path``, or nothing.
 
     Under an exclusive ``flock`` on the file itself: a file that does not end in a
-    newline (someone's torn line) gets one first, so ``line`` is never glued onto it;
+    newline (someone's torn line) gets one first, so ``data`` is never glued onto it;
     a write that fails part-way is undone by truncating back to where it started.
-    Earlier bytes stay byte-identical. ``OSError`` (:class:`StrangerFile`...) propagates.
+    Earlier bytes stay byte-identical. ``sync`` fsyncs before returning; a new file
+    gets ``mode``. ``OSError`` (:class:`StrangerFile`...) propagates.
     """
     make_directory(path.parent)
-    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         start = os.fstat(fd).st_size
         torn = start > 0 and os.pread(fd, 1, start - 1) != b"\n"
-        data = memoryview(b"\n" + line if torn else line)
+        view = memoryview(b"\n" + data if torn else data)
         written = 0
         try:
-            while written < len(data):
-                count = write(fd, data[written:])
+            while written < len(view):
+                count = write(fd, view[written:])
                 if count <= 0:
                     raise OSError(errno.EIO, f"{path}: the write stopped short")
                 written += count
+            if sync:
+                os.fsync(fd)
         except BaseException:
             _undo_append(fd, start, written)
             raise
