@@ -90,4 +90,4 @@ def test_a_stray_oserror_is_one_error_line_and_exit_1(
     directory = tmp_path / "not-a-log"
     directory.mkdir()
     assert main(["events", "--file", str(directory)]) == 1
-    assert capsys.readouterr().err == f"error: Is a directory ({directory})\n"
+    assert capsys.readouterr().err == f"error: {directory} is a directory, not a regular file\n"

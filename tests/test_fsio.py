@@ -122,5 +122,5 @@ def test_read_object_names_what_it_found(tmp_path: Path) -> None:
     assert read_object(tmp_path / "deep.json") == (
         "unreadable",
         None,
-        "it is not valid JSON (nested too deeply to read)",
+        "it is not valid JSON (nested too deeply to read: deeper than 100 levels)",
     )

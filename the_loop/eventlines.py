@@ -7,18 +7,20 @@ One event is one JSON object with an ``event`` key on one ``\\n``-terminated lin
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from the_loop.fsio import open_regular, parse_json
 
 LEVELS = ("debug", "info", "warning", "error")
 
 
 def parse_event_line(line: bytes) -> dict[str, Any] | None:
-    """One log line as an event object, or None when it is not one."""
+    """One log line as an event object, or None when it is not one (or nests too deeply)."""
     try:
-        value = json.loads(line)
+        value = parse_json(line)
     except ValueError:
         return None
     if not isinstance(value, dict) or "event" not in value:
@@ -27,8 +29,12 @@ def parse_event_line(line: bytes) -> dict[str, Any] | None:
 
 
 def iter_event_lines(path: Path) -> Iterator[bytes]:
-    """Complete lines of the log (a trailing partial line is not yielded)."""
-    with open(path, "rb") as handle:
+    """Complete lines of the log (a trailing partial line is not yielded).
+
+    ``FileNotFoundError`` when it is missing; ``fsio.StrangerFile`` (never a hang) when it
+    is a FIFO, a link or anything else that is not a regular file.
+    """
+    with os.fdopen(open_regular(path), "rb") as handle:
         for line in handle:
             if line.endswith(b"\n"):
                 yield line

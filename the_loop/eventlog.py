@@ -1,8 +1,9 @@
 """The append-only JSONL event log and the catalogue of event types.
 
-Each event is one compact JSON line written with a single ``os.write`` on an
-``O_APPEND`` descriptor, so concurrent writers never interleave. Nothing here
-truncates, rewrites or deletes the log. ``read_events`` (published) is a thin
+Each event is one compact JSON line appended whole by ``fsio.append_lines``, under
+the log's own ``flock``, so writers never interleave or glue onto a torn line. Nothing
+here rewrites or deletes the log; only a failed append of our own is cut back off.
+``read_events`` (published) is a thin
 wrapper over ``eventquery``, which reads the lines through ``eventlines`` alone.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from the_loop.eventlines import LEVELS
 from the_loop.eventquery import EventFilter, query_events
+from the_loop.fsio import append_lines
 
 ENVELOPE_KEYS = ("ts", "source", "event", "level", "pid")
 SHADOWED_KEY = "shadowed"
@@ -98,17 +100,11 @@ class EventLog:
             )
             + "\n"
         )
-        data = line.encode("utf-8")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                written = os.write(fd, data)
-            finally:
-                os.close(fd)
+            append_lines(self.path, line.encode("utf-8"))
         except OSError:
-            return False
-        return written == len(data)
+            return False  # nothing of this line is left behind (see ``append_lines``)
+        return True
 
 
 class NullEventLog(EventLog):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.eventlines import LEVELS, iter_event_lines, parse_event_line
+from the_loop.fsio import open_regular
 from the_loop.ref import WorkItemRef
 
 DEFAULT_POLL_INTERVAL = 0.5
@@ -176,9 +177,12 @@ class _Cursor:
 
 
 def _read_new(path: Path, cursor: _Cursor) -> bytes:
-    """Bytes appended since the cursor; a replaced or truncated file is read from its start."""
+    """Bytes appended since the cursor; a replaced or truncated file is read from its start.
+
+    A FIFO or other non-regular file raises ``fsio.StrangerFile`` instead of blocking.
+    """
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular(path), "rb") as handle:
             status = os.fstat(handle.fileno())
             identity = (status.st_dev, status.st_ino)
             if cursor.identity is None:

@@ -16,9 +16,9 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 TEMP_PREFIX = "."
 TEMP_SUFFIX = ".tmp"
@@ -124,52 +124,170 @@ def remove_file(path: Path, *, syncs: DirectorySyncs | None = None) -> bool:
 
 
 def read_json(path: Path) -> Any:
-    """Parse ``path`` as JSON; ``FileNotFoundError``, ``OSError`` and ``ValueError`` propagate."""
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    """Parse the regular file ``path`` as bounded JSON (see :func:`parse_json`).
+
+    ``FileNotFoundError``, ``OSError`` (:class:`StrangerFile` for a FIFO or a link)
+    and ``ValueError`` propagate.
+    """
+    fd = open_regular(path)
+    try:
+        data = _read_to_end(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    return parse_json(data.decode("utf-8"))
+
+
+#: How deep containers may nest in a record or an event line; deeper is unreadable.
+MAX_JSON_DEPTH = 100
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` that refuses containers nested deeper than :data:`MAX_JSON_DEPTH`.
+
+    Raises ``ValueError`` for text that is not JSON or nests too deeply (never
+    ``RecursionError``); the depth is only measured when the text could exceed it.
+    """
+    too_deep = f"nested too deeply to read: deeper than {MAX_JSON_DEPTH} levels"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(too_deep) from None
+    if isinstance(text, bytes):
+        openings = text.count(b"[") + text.count(b"{")
+    else:
+        openings = text.count("[") + text.count("{")
+    if openings > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(too_deep)
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How many containers deep ``value`` nests, measured without recursion."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        item, level = pending.pop()
+        children: Iterable[object]
+        if isinstance(item, dict):
+            children = cast(dict[str, object], item).values()
+        elif isinstance(item, list):
+            children = cast(list[object], item)
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        pending.extend((child, level + 1) for child in children)
+    return deepest
+
+
+class StrangerFile(OSError):
+    """A path under the state root that is not what the-loop keeps there: someone else's.
+
+    E.g. a FIFO, a link or a directory where a regular file belongs. Its ``strerror`` is
+    the whole sentence (``logs/events.jsonl is a FIFO, not a regular file``); such a
+    file is never read, written, followed or blocked on.
+    """
+
+    def __init__(self, path: str | Path, kind: str, wanted: str = "a regular file") -> None:
+        super().__init__(errno.EINVAL, f"{path} is {kind}, not {wanted}")
+        self.kind = kind
+        self.wanted = wanted
+
+
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` is, in words (``a FIFO``, ``a regular file``...)."""
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+
+
+def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """A descriptor of the regular file ``path``: never follows a final link, never blocks.
+
+    Opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat``; anything but a
+    regular file raises :class:`StrangerFile` and is left as it was (``O_CREAT`` in
+    ``flags`` never creates anything at a link's target). Other ``OSError`` propagates.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EOPNOTSUPP):
+            _refuse_stranger(path)
+        raise
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if kind != "a regular file":
+        os.close(fd)
+        raise StrangerFile(path, kind)
+    return fd
+
+
+def _refuse_stranger(path: str | Path) -> None:
+    """Raise :class:`StrangerFile` when ``path`` exists and is not a regular file."""
+    try:
+        kind = file_kind(os.lstat(path).st_mode)
+    except OSError:
+        return
+    if kind != "a regular file":
+        raise StrangerFile(path, kind)
+
+
+def stranger_at(path: str | Path) -> StrangerFile | None:
+    """The :class:`StrangerFile` that opening ``path`` would raise, or None (absent or regular)."""
+    try:
+        _refuse_stranger(path)
+    except StrangerFile as error:
+        return error
+    return None
 
 
 def read_object(path: str | Path) -> tuple[str, object, str]:
     """``(status, parsed JSON, problem)`` of a record file, with one open; never raises.
 
-    ``status`` is ``absent``, ``ok``, ``unreadable`` (not JSON, or unreadable), or
-    ``stranger``: a symlink, FIFO, directory or other non-regular file, which is
-    someone else's and never followed or blocked on.
+    ``status`` is ``absent``, ``ok``, ``unreadable`` (not JSON, nested deeper than
+    :data:`MAX_JSON_DEPTH`, or unreadable), or ``stranger``: a symlink, FIFO, directory
+    or other non-regular file, which is someone else's and never followed or blocked on.
     """
-    status, data, problem = _read_regular(path)
+    status, data, problem = read_regular(path)
     if status != "ok":
         return status, None, problem
     try:
-        return "ok", json.loads(data.decode("utf-8")), ""
+        return "ok", parse_json(data.decode("utf-8")), ""
     except ValueError as error:
         return "unreadable", None, f"it is not valid JSON ({error})"
-    except RecursionError:
-        return "unreadable", None, "it is not valid JSON (nested too deeply to read)"
 
 
 def read_bytes(path: str | Path) -> bytes | None:
     """The content of the regular file ``path``, or None (absent, unreadable, a stranger's)."""
-    status, data, _ = _read_regular(path)
+    status, data, _ = read_regular(path)
     return data if status == "ok" else None
 
 
-def _read_regular(path: str | Path) -> tuple[str, bytes, str]:
+def read_regular(path: str | Path) -> tuple[str, bytes, str]:
     """``(status, content, problem)`` of a regular file, as :func:`read_object` names them."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular(path)
+    except StrangerFile as error:
+        return "stranger", b"", f"it is {error.kind}, not a regular file"
     except OSError as error:
         if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
             return "absent", b"", ""
-        status = "stranger" if error.errno == errno.ELOOP else "unreadable"
-        return status, b"", f"it cannot be opened ({error.strerror})"
+        return "unreadable", b"", f"it cannot be opened ({error.strerror})"
     try:
-        try:
-            info = os.fstat(fd)
-        except OSError:
-            info = None  # what it is cannot be told: treat it as someone else's
-        if info is None or not stat.S_ISREG(info.st_mode):
-            return "stranger", b"", "it is not a regular file"
-        return "ok", _read_to_end(fd, info.st_size), ""
+        return "ok", _read_to_end(fd, os.fstat(fd).st_size), ""
     except OSError as error:
         return "unreadable", b"", f"it cannot be read ({error.strerror})"
     finally:
@@ -188,17 +306,78 @@ def _read_to_end(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
+#: Writes some prefix of ``data`` to the descriptor and returns how many bytes it wrote.
+Writer = Callable[[int, memoryview], int]
+
+
+def append_lines(
+    path: Path, data: bytes, *, mode: int = 0o644, sync: bool = False, write: Writer = os.write
+) -> None:
+    """Append the whole lines ``data`` (ending in ``\\n``) to the regular file ``path``, or nothing.
+
+    Under an exclusive ``flock`` on the file itself: a file that does not end in a
+    newline (someone's torn line) gets one first, so ``data`` is never glued onto it;
+    a write that fails part-way is undone by truncating back to where it started.
+    Earlier bytes stay byte-identical. ``sync`` fsyncs before returning; a new file
+    gets ``mode``. ``OSError`` (:class:`StrangerFile`...) propagates.
+    """
+    make_directory(path.parent)
+    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        start = os.fstat(fd).st_size
+        torn = start > 0 and os.pread(fd, 1, start - 1) != b"\n"
+        view = memoryview(b"\n" + data if torn else data)
+        written = 0
+        try:
+            while written < len(view):
+                count = write(fd, view[written:])
+                if count <= 0:
+                    raise OSError(errno.EIO, f"{path}: the write stopped short")
+                written += count
+            if sync:
+                os.fsync(fd)
+        except BaseException:
+            _undo_append(fd, start, written)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _undo_append(fd: int, start: int, written: int) -> None:
+    """Truncate ``fd`` back to ``start`` when only our ``written`` bytes follow it.
+
+    A writer that does not take the lock may have appended after us: its bytes are
+    never cut, and the next append starts on a new line anyway.
+    """
+    with contextlib.suppress(OSError):
+        if os.fstat(fd).st_size == start + written:
+            os.ftruncate(fd, start)
+
+
 @contextlib.contextmanager
 def locked(lock_path: Path) -> Generator[None]:
     """Hold an exclusive ``flock`` on ``lock_path`` for the ``with`` block.
 
     The lock file is created when missing and never removed (removing it
-    would let two holders lock different inodes).
+    would let two holders lock different inodes). Its directory must be a real
+    directory and the name a regular file: a link (even a dangling one), a FIFO
+    or anything else raises :class:`StrangerFile` and nothing is created.
     """
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    if os.path.lexists(lock_path.parent):
+        _refuse_linked_directory(lock_path.parent)  # before anything is made through it
+    make_directory(lock_path.parent)
+    _refuse_linked_directory(lock_path.parent)
+    fd = open_regular(lock_path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
+
+
+def _refuse_linked_directory(directory: Path) -> None:
+    """Raise :class:`StrangerFile` when ``directory`` is a link or not a directory."""
+    kind = file_kind(os.lstat(directory).st_mode)
+    if kind != "a directory":
+        raise StrangerFile(directory, kind, "a directory")

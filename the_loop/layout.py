@@ -6,6 +6,7 @@ keep it equal to what the writers produce and to ``docs/cli/state.md``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -120,6 +121,29 @@ class LegacyLayout:
     @property
     def poll_state(self) -> Path:
         return self.sessions_dir / "poll-state.json"
+
+
+#: The config key that lets the-loop follow its own directories when they are links.
+FOLLOW_LINKS_KEY = "state.followLinkedDirectories"
+
+
+def linked_directories(layout: StateLayout) -> list[Path]:
+    """The directories the-loop derives under ``layout.root`` that are symbolic links.
+
+    Checked: ``portable/``, ``local/``, ``locks/``, ``logs/`` and the legacy
+    ``sessions/`` with its ``control/``. A directory given explicitly (a flag,
+    ``routing.registryDir``, ``eventLog.path``) is the operator's choice and not
+    checked; nor is the root.
+    """
+    derived = [
+        layout.root / LOCKS_DIR,
+        layout.root / LEGACY_DIR,
+        layout.root / LEGACY_DIR / "control",
+        *([] if layout.portable_override else [layout.root / PORTABLE_DIR]),
+        *([] if layout.local_override else [layout.root / LOCAL_DIR]),
+        *([] if layout.event_log_override else [(layout.root / EVENT_LOG).parent]),
+    ]
+    return [directory for directory in derived if os.path.islink(directory)]
 
 
 def legacy_layout(layout: StateLayout) -> LegacyLayout:

@@ -23,7 +23,13 @@ from the_loop.commands.render import (
 )
 from the_loop.commands.render import error as error_line
 from the_loop.config import Config, load_config
-from the_loop.layout import StateLayout, layout_from_config
+from the_loop.errors import UsageError
+from the_loop.layout import (
+    FOLLOW_LINKS_KEY,
+    StateLayout,
+    layout_from_config,
+    linked_directories,
+)
 
 __all__ = [
     "FORMAT_JSON",
@@ -89,7 +95,21 @@ def load_context(args: argparse.Namespace) -> Context:
         local_dir=getattr(args, "registry_dir", None),
         portable_dir=getattr(args, "portable_dir", None),
     )
+    refuse_linked_directories(layout, follow=config.get_bool(FOLLOW_LINKS_KEY, False))
     return Context(config=config, layout=layout)
+
+
+def refuse_linked_directories(layout: StateLayout, *, follow: bool) -> None:
+    """``UsageError`` naming the first of the root's own directories that is a link.
+
+    Nothing is read or written through it; ``follow`` (the config key) allows them.
+    """
+    linked = [] if follow else linked_directories(layout)
+    if linked:
+        raise UsageError(
+            f"{linked[0]} is a symbolic link: the-loop does not follow links out of its "
+            f"state root (set {FOLLOW_LINKS_KEY}: true to allow it)"
+        )
 
 
 def current_user() -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from the_loop import __version__
 from the_loop.errors import describe_error
 from the_loop.eventlog import utc_timestamp
+from the_loop.fsio import append_lines
 
 
 def report_bug(error: BaseException, args: argparse.Namespace, argv: list[str]) -> str:
@@ -58,14 +59,5 @@ def _candidates(args: argparse.Namespace, problems: list[str]) -> list[Path]:
 
 
 def _append(path: Path, entry: str) -> None:
-    """Append ``entry`` durably; never through a symbolic link."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-    fd = os.open(path, flags, 0o600)
-    try:
-        data = entry.encode("utf-8", errors="replace")
-        while data:
-            data = data[os.write(fd, data) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Append ``entry`` durably and whole; never through a link, never blocking on a FIFO."""
+    append_lines(path, entry.encode("utf-8", errors="replace"), mode=0o600, sync=True)

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from the_loop.fsio import read_bytes, read_regular
 from the_loop.layout import StateLayout
 
 
@@ -37,20 +38,53 @@ def pid_is_running(pid: int) -> bool:
     return True
 
 
+#: Larger than any pid a kernel hands out (Linux caps them at 2**22).
+MAX_PID = 2**31 - 1
+
+
 def read_pid(pidfile: Path) -> int | None:
-    """The pid in ``pidfile``, or None when it is missing or does not hold one."""
-    try:
-        text = pidfile.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-    first = text.split()[0] if text else ""
-    return int(first) if first.isdigit() else None
+    """The pid in ``pidfile``, or None when it is missing or does not hold one.
+
+    Read without blocking or following a link (a FIFO is None, never a hang); only
+    ASCII digits up to :data:`MAX_PID` are a pid.
+    """
+    data = read_bytes(pidfile)
+    return None if data is None else _parse_pid(data)
+
+
+def _parse_pid(data: bytes) -> int | None:
+    words = data.split()
+    first = words[0] if words else b""
+    if not (first.isdigit() and len(first) <= len(str(MAX_PID))):
+        return None  # bytes.isdigit is ASCII-only: "²" is not a pid
+    pid = int(first)
+    return pid if 0 < pid <= MAX_PID else None
+
+
+def pidfile_problems(layout: StateLayout) -> list[str]:
+    """One sentence per pidfile of ``layout`` that is there but cannot tell a pid.
+
+    A FIFO, a link or a directory is named as what it is; a regular file whose content
+    is not a pid says so. A missing pidfile is no problem (the daemon is not running).
+    """
+    problems: list[str] = []
+    for _name, pidfile in _pidfiles(layout):
+        status, data, problem = read_regular(pidfile)
+        if status in ("stranger", "unreadable"):
+            problems.append(f"{pidfile}: {problem}")
+        elif status == "ok" and data.strip() and _parse_pid(data) is None:
+            problems.append(f"{pidfile} does not hold a process id")
+    return problems
+
+
+def _pidfiles(layout: StateLayout) -> tuple[tuple[str, Path], ...]:
+    return (("gh-webhook receiver", layout.pidfile), ("poller", layout.poll_pidfile))
 
 
 def running_daemons(layout: StateLayout) -> list[RunningDaemon]:
     """The webhook receiver and the poller of ``layout``'s root, when their pid is live."""
     found: list[RunningDaemon] = []
-    for name, pidfile in (("gh-webhook receiver", layout.pidfile), ("poller", layout.poll_pidfile)):
+    for name, pidfile in _pidfiles(layout):
         pid = read_pid(pidfile)
         if pid is not None and pid_is_running(pid):
             found.append(RunningDaemon(name, pid, pidfile))

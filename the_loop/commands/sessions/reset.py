@@ -113,13 +113,17 @@ def _unique(refs: list[WorkItemRef]) -> list[WorkItemRef]:
 
 def warnings_for(context: Context) -> list[str]:
     """The two warnings of the design: a running daemon; arming not required."""
-    from the_loop.dispatch.daemons import running_daemons
+    from the_loop.dispatch.daemons import pidfile_problems, running_daemons
 
     found = [
         f"the {daemon.name} looks like it is running (pid {daemon.pid}); it can write "
         "in-flight poll state back after this reset — stop it first for a clean slate"
         for daemon in running_daemons(context.layout)
     ]
+    found.extend(
+        f"cannot tell whether a daemon is running: {problem}"
+        for problem in pidfile_problems(context.layout)
+    )
     config = context.config
     arming_off = not config.get_bool("routing.control.enabled", True) or not config.get_bool(
         "routing.control.requireStartCommand", True
@@ -153,6 +157,7 @@ def _run(args: argparse.Namespace, context: Context, stores: Stores) -> Result:
 
     for warning in warnings_for(context):
         warn(warning)
+    _refuse_an_unwritable_log(context, dry_run=args.dry_run)
     items = _selected(args, stores)
     if not items:
         summary = {"dryRun": args.dry_run}
@@ -163,6 +168,23 @@ def _run(args: argparse.Namespace, context: Context, stores: Stores) -> Result:
     failed = problems or not all(outcome.ok for outcome in outcomes)
     exit_code = EXIT_FAILED if failed else EXIT_OK
     return reported(outcomes, previews, problems, dry_run=args.dry_run, exit_code=exit_code)
+
+
+def _refuse_an_unwritable_log(context: Context, *, dry_run: bool) -> None:
+    """Say once, before anything is reset, that the log cannot take a ``session.reset`` event.
+
+    A FIFO, a link or a directory at the log's place: a real run refuses (nothing is
+    reset, rather than every item reset without its event); a dry run warns.
+    """
+    from the_loop.fsio import stranger_at
+
+    stranger = stranger_at(context.layout.event_log)
+    if stranger is None:
+        return
+    problem = f"{stranger.strerror}: no session.reset event can be appended to it"
+    if not dry_run:
+        raise TheLoopError(f"{problem}, so nothing was reset")
+    warn(problem)
 
 
 def _selected(args: argparse.Namespace, stores: Stores) -> list[WorkItemRef]:
