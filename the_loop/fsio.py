@@ -153,6 +153,12 @@ def read_bytes(path: str | Path) -> bytes | None:
     return data if status == "ok" else None
 
 
+def read_regular(path: str | Path) -> tuple[str, bytes, str]:
+    """``(status, content, problem)`` of a regular file, with :func:`read_object`'s statuses
+    (for a reader that parses the content itself)."""
+    return _read_regular(path)
+
+
 def _read_regular(path: str | Path) -> tuple[str, bytes, str]:
     """``(status, content, problem)`` of a regular file, as :func:`read_object` names them."""
     try:

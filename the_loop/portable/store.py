@@ -9,12 +9,12 @@ read-modify-write of the sections it names, and the seal-vs-delete rule lives in
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Callable, Collection, Generator, Mapping
 from pathlib import Path
 
 from the_loop.errors import or_ignore_warnings
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
+from the_loop.jsontree import copy_json
 from the_loop.layout import LegacyLayout
 from the_loop.portable.format import (
     CHANNELS,
@@ -342,7 +342,7 @@ class WorkItemStore:
             legacy = self._legacy.sections_for(item)
             current = {name: effective_section(record, name, legacy) for name in names}
             held = tuple(name for name in READABLE_SECTIONS if holds(name, current.get(name)))
-            changes = dict(compute(copy.deepcopy(current)))
+            changes = dict(compute(copy_json(current)))
             for name, value in changes.items():
                 check_writable(name, value)
             new_record = self._merge(item, record, changes, legacy)
