@@ -3,7 +3,8 @@
 A record holds independent sections (``control``, ``poll``, ``pullRequests``,
 ``channels``; the retired ``graph`` is read only). Every change is a locked
 read-modify-write of the sections it names, and the seal-vs-delete rule lives in
-:meth:`WorkItemStore.write_sections` only. ``index.json`` is derived from the records.
+:meth:`WorkItemStore.write_sections` only. ``index.json`` is derived from the records:
+failing to rewrite it is a warning, never the failure of the write that changed a record.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Collection, Generator, Mapping
 from pathlib import Path
 
-from the_loop.errors import or_ignore_warnings
+from the_loop.errors import describe_error, or_ignore_warnings
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
 from the_loop.jsontree import copy_json
 from the_loop.layout import LegacyLayout
@@ -73,8 +74,9 @@ class WorkItemStore:
     """Portable records under ``root``; locks under ``locks_dir`` (``<parent>/locks/<name>``).
 
     Every write command rebuilds ``index.json``; inside ``with store.batch():`` it is
-    rebuilt once at the end and directory syncs are deferred to then. One instance
-    per thread.
+    rebuilt once at the end and directory syncs are deferred to then. A rebuild that
+    fails is reported to ``on_warning`` (once until one succeeds) and never raised by
+    a write. One instance per thread.
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class WorkItemStore:
         self._batch_depth = 0
         self._batch_syncs: DirectorySyncs | None = None
         self._index_stale = False
+        self._index_warned = False
 
     @property
     def index_path(self) -> Path:
@@ -407,14 +410,29 @@ class WorkItemStore:
         if self._batch_depth:
             self._index_stale = True
         else:
-            self.rebuild_index()
+            self._refresh_index()
+
+    def _refresh_index(self, syncs: DirectorySyncs | None = None) -> None:
+        """Rebuild the derived index; an ``OSError`` is a warning (once until a rebuild
+        succeeds), never the failure of the write that made the index stale."""
+        try:
+            self.rebuild_index(syncs=syncs)
+        except OSError as error:
+            if not self._index_warned:
+                self._index_warned = True
+                self._warn(
+                    f"could not rebuild the derived {self.index_path}: {describe_error(error)}; "
+                    "the records are as reported, and the next write rebuilds the index"
+                )
+            return
+        self._index_warned = False
 
     def _end_batch(self) -> None:
         syncs, self._batch_syncs = self._batch_syncs, None
         try:
             if self._index_stale:
                 self._index_stale = False
-                self.rebuild_index(syncs=syncs)
+                self._refresh_index(syncs=syncs)
         finally:
             if syncs is not None:
                 syncs.flush()

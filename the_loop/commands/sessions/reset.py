@@ -182,8 +182,8 @@ def _reset_all(
 ) -> tuple[list[ResetOutcome], list[str]]:
     """Reset every item in one store batch; then make every removal durable.
 
-    Returns the outcomes and the problems of the batch's end (the index rewrite
-    and the deferred directory syncs), which concern no single item.
+    Returns the outcomes and the problems of the batch's end (the deferred directory
+    syncs), which concern no single item.
     """
     from the_loop.commands.stores import open_dispatcher
     from the_loop.fsio import DirectorySyncs
@@ -216,7 +216,7 @@ def _reset_all(
                     )
                 )
     except OSError as error:
-        problems.append(f"could not rewrite the portable index: {describe_error(error)}")
+        problems.append(f"could not make the portable changes durable: {describe_error(error)}")
     try:
         syncs.flush()
     except OSError as error:
