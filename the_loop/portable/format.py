@@ -105,6 +105,8 @@ class WriteResult:
     held_before: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     replaced_unreadable: bool = False
+    #: Keys another release wrote that this write removed (only ever ``drop_foreign``).
+    foreign_removed: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -118,6 +120,7 @@ class WriteResult:
             "heldBefore": list(self.held_before),
             "removed": list(self.removed),
             "replacedUnreadable": self.replaced_unreadable,
+            "foreignRemoved": list(self.foreign_removed),
         }
 
 
@@ -152,6 +155,14 @@ def section_problem(name: str, value: object) -> str:
     if name in MAP_SECTIONS and not all(isinstance(entry, dict) for entry in entries):
         return f"an entry of its {name!r} section is not an object"
     return ""
+
+
+def foreign_keys(record: Mapping[str, object]) -> tuple[str, ...]:
+    """The keys of ``record`` we do not own (another release wrote them), in file order.
+
+    Every write keeps them; only a reset removes them, with the rest of the record.
+    """
+    return tuple(key for key in record if key not in HEAD_KEYS and key not in READABLE_SECTIONS)
 
 
 def load_record(path: str | Path) -> LoadedRecord:
