@@ -1,8 +1,9 @@
-"""Deeply nested records under ``reset --all`` (issue 11, point 5).
+"""Deeply nested records, and one bad item in ``reset --all`` (issue 11, point 5).
 
 A record nested deeper than ``MAX_NESTING`` is unreadable — reported, and for a
 reset found and removed — and nothing in the stores recurses over what a file
-holds.
+holds. Whatever goes wrong for one item of a reset becomes that item's error (a
+bug named by its exception type) while the other items are still reset.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import the_loop.reset
 from tests.test_reset_integration import Machine
 from the_loop.eventlog import read_events
 from the_loop.portable.store import POLL, WorkItemStore
@@ -119,3 +121,51 @@ def test_a_session_record_nested_past_the_limit_is_unreadable_and_reset_removes_
     assert machine.run("--all") == 0
     assert capsys.readouterr().out.splitlines()[0] == f"{DEEP.ref}: reset — removed session"
     assert not path.exists()
+
+
+def test_an_unexpected_exception_for_one_item_is_its_error_and_the_others_are_still_reset(
+    machine: Machine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in one item's write is reported as that item's error, named by its type,
+    with its session.reset event; the items after it are reset; exit 1."""
+    for ref in (FIRST, DEEP, LAST):
+        machine.armed(ref)
+    real = WorkItemStore.write_sections
+
+    def broken(self: WorkItemStore, ref: Any, changes: Any, **options: Any) -> Any:
+        if WorkItemRef.parse(str(ref)) == DEEP:
+            raise RuntimeError("a bug in the store")
+        return real(self, ref, changes, **options)
+
+    monkeypatch.setattr(WorkItemStore, "write_sections", broken)
+    assert machine.run("--all") == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1] == "reset 2 work items, 1 failed"
+    assert (
+        f"{DEEP.ref}: error: could not clear the work-item record: unexpected RuntimeError "
+        "(a bug; please report it): a bug in the store"
+    ) in captured.err.splitlines()
+    assert "Traceback" not in captured.err
+    assert not machine.store.path_for(LAST).exists()
+    assert "RuntimeError" in resets(machine)[DEEP.ref]["error"]
+
+
+def test_an_exception_escaping_one_items_reset_is_its_error_and_the_others_go_on(
+    machine: Machine, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for ref in (FIRST, DEEP, LAST):
+        machine.armed(ref)
+    real = the_loop.reset.reset_work_item
+
+    def broken(item: WorkItemRef, **options: Any) -> Any:
+        if item == DEEP:
+            raise KeyError("sessions")
+        return real(item, **options)
+
+    monkeypatch.setattr(the_loop.reset, "reset_work_item", broken)
+    assert machine.run("--all") == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1] == "reset 2 work items, 1 failed"
+    assert f"{DEEP.ref}: error: not reset: unexpected KeyError" in captured.err
+    assert machine.store.path_for(DEEP).exists(), "nothing is claimed for the failed item"
+    assert not machine.store.path_for(LAST).exists()

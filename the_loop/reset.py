@@ -5,7 +5,7 @@ session through the one close path, forget the session record, then clear
 every portable section reset owns through ``WorkItemStore.write_sections`` so
 the seal-vs-delete rule holds (with the keys another release wrote: a reset
 removes the whole record). Nothing is removed here by any other means, and
-every failure becomes an entry in ``errors``, never an exception.
+every failure — a bug included — becomes an entry in ``errors``, never an exception.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from the_loop.errors import CloseIncomplete, TheLoopError, describe_error
+from the_loop.errors import CloseIncomplete, TheLoopError, describe_error, describe_unexpected
 from the_loop.eventlog import EventLog, or_no_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.portable.store import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
@@ -89,6 +89,13 @@ class _Progress:
     foreign: tuple[str, ...] = ()
 
 
+def _failure(error: Exception) -> str:
+    """An expected failure's sentence; anything else is a bug, named by its type."""
+    if isinstance(error, (OSError, ValueError, TheLoopError)):
+        return describe_error(error)
+    return describe_unexpected(error)
+
+
 def _end_session(session: Session, close: CloseSession, progress: _Progress) -> None:
     try:
         checkout_removed = close(session)
@@ -120,6 +127,8 @@ def _forget_record(
     except TheLoopError as error:
         progress.errors.append(f"not reset: {error}")
         return False
+    except Exception as error:  # a bug: this item's error, never the end of the run
+        progress.errors.append(f"could not remove the session record: {_failure(error)}")
     return True
 
 
@@ -130,8 +139,8 @@ def _clear_sections(
         result = store.write_sections(
             item, dict.fromkeys(RESET_SECTIONS), syncs=syncs, drop_foreign=True
         )
-    except (OSError, ValueError) as error:
-        progress.errors.append(f"could not clear the work-item record: {describe_error(error)}")
+    except Exception as error:  # a bug too: this item's error, never the end of the run
+        progress.errors.append(f"could not clear the work-item record: {_failure(error)}")
         return
     progress.foreign = result.foreign_removed
     progress.removed.extend(name for name in RESET_SECTIONS if name in result.removed)
@@ -140,8 +149,12 @@ def _clear_sections(
 
 
 def _plan_sections(item: WorkItemRef, store: WorkItemStore, progress: _Progress) -> None:
-    status, sections = store.load(item)
-    progress.foreign = store.foreign_keys(item)
+    try:
+        status, sections = store.load(item)
+        progress.foreign = store.foreign_keys(item)
+    except Exception as error:
+        progress.errors.append(f"could not read the work-item record: {_failure(error)}")
+        return
     if status == "unreadable":
         progress.removed.append(RECORD)
     else:
@@ -153,8 +166,8 @@ def _lookup(
 ) -> tuple[str, Session | None]:
     try:
         status, session = registry.load(item)
-    except OSError as error:
-        progress.errors.append(f"could not read the session record: {describe_error(error)}")
+    except Exception as error:  # a bug too: this item's error, never the end of the run
+        progress.errors.append(f"could not read the session record: {_failure(error)}")
         return "absent", None
     return status, session
 
