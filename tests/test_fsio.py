@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from the_loop.fsio import (
+    MAX_JSON_DEPTH,
     DirectorySyncs,
     is_temp_name,
     locked,
@@ -122,5 +123,5 @@ def test_read_object_names_what_it_found(tmp_path: Path) -> None:
     assert read_object(tmp_path / "deep.json") == (
         "unreadable",
         None,
-        "it is not valid JSON (nested too deeply to read: deeper than 100 levels)",
+        f"it is not valid JSON (nested too deeply to read: deeper than {MAX_JSON_DEPTH} levels)",
     )

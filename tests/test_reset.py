@@ -212,7 +212,7 @@ class FailingForget(SessionRegistry):
 
 
 class FailingWrite(WorkItemStore):
-    def write_sections(self, ref: Any, changes: Any, *, syncs: Any = None) -> WriteResult:
+    def write_sections(self, ref: Any, changes: Any, **_options: Any) -> WriteResult:
         raise OSError(28, "No space left on device", str(self.path_for(ref)))
 
 

@@ -160,7 +160,7 @@ def test_the_retired_graph_section_is_read_kept_and_only_cleared_by_drop(
     store.write_section(APP, CONTROL, None)
     assert on_disk(path)[GRAPH] == {"model": "opus"}, "a retired frozen choice is not lost"
     assert store.drop(APP) is True
-    assert not path.exists()
+    assert on_disk(path) == {"ref": APP, "url": store.read(APP)["url"], "future": 1}
     assert store.drop(APP) is False
 
 

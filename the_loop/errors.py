@@ -66,3 +66,9 @@ def describe_error(error: BaseException) -> str:
         where = f" ({error.filename})" if error.filename else ""
         return f"{error.strerror}{where}"
     return str(error) or type(error).__name__
+
+
+def describe_unexpected(error: BaseException) -> str:
+    """The sentence for an exception no code path expects (a bug): its type, then its message."""
+    detail = f": {error}" if str(error) else ""
+    return f"unexpected {type(error).__name__} (a bug; please report it){detail}"

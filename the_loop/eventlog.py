@@ -43,7 +43,8 @@ EVENT_TYPES: dict[str, str] = {
     "errors).",
     "session.reset": "A work item's local CLI state was reset (work_item, actor, removed: the "
     "pieces erased — workspace|session|control|poll|pullRequests|channels|record, empty when "
-    "nothing was found; was_live; ended; found; error).",
+    "nothing was found; foreign: the keys another release wrote, erased with the record; "
+    "was_live; ended; found; error).",
     "workspace.prepared": "A checkout was prepared for a work item (work_item, path, strategy).",
     "workspace.cleaned": "A work item's checkout was removed (work_item, path).",
     "control.recorded": "An authorized command was recorded in the control section (work_item, "

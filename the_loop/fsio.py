@@ -16,9 +16,11 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+
+from the_loop.jsontree import MAX_NESTING, nesting_problem, parse_state_json
 
 TEMP_PREFIX = "."
 TEMP_SUFFIX = ".tmp"
@@ -138,7 +140,7 @@ def read_json(path: Path) -> Any:
 
 
 #: How deep containers may nest in a record or an event line; deeper is unreadable.
-MAX_JSON_DEPTH = 100
+MAX_JSON_DEPTH = MAX_NESTING
 
 
 def parse_json(text: str | bytes) -> Any:
@@ -152,31 +154,21 @@ def parse_json(text: str | bytes) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise ValueError(too_deep) from None
-    if isinstance(text, bytes):
-        openings = text.count(b"[") + text.count(b"{")
-    else:
-        openings = text.count("[") + text.count("{")
-    if openings > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+    if nesting_problem(value, text):
         raise ValueError(too_deep)
     return value
 
 
-def _depth(value: Any) -> int:
-    """How many containers deep ``value`` nests, measured without recursion."""
-    deepest = 0
-    pending: list[tuple[object, int]] = [(value, 0)]
-    while pending:
-        item, level = pending.pop()
-        children: Iterable[object]
-        if isinstance(item, dict):
-            children = cast(dict[str, object], item).values()
-        elif isinstance(item, list):
-            children = cast(list[object], item)
-        else:
-            continue
-        deepest = max(deepest, level + 1)
-        pending.extend((child, level + 1) for child in children)
-    return deepest
+def read_bounded_object(path: str | Path) -> tuple[str, object, str]:
+    """:func:`read_object` with the nesting bound, keeping what nests too deeply:
+    ``(status, value, problem)``. A file that nests too deeply is ``unreadable`` but
+    keeps its parsed ``value`` (so a reader can still name the ref it stores); any
+    other unreadable file has None."""
+    status, raw, problem = read_regular(path)
+    if status != "ok":
+        return status, None, problem
+    value, problem = parse_state_json(raw)
+    return ("unreadable" if problem else "ok"), value, problem
 
 
 class StrangerFile(OSError):

@@ -3,8 +3,9 @@
 Pure orchestration over injected collaborators (seed design 000): end a live
 session through the one close path, forget the session record, then clear
 every portable section reset owns through ``WorkItemStore.write_sections`` so
-the seal-vs-delete rule holds. Nothing is removed here by any other means,
-and every failure becomes an entry in ``errors``, never an exception.
+the seal-vs-delete rule holds (with the keys another release wrote: a reset
+removes the whole record). Nothing is removed here by any other means, and
+every failure — a bug included — becomes an entry in ``errors``, never an exception.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from the_loop.errors import CloseIncomplete, TheLoopError, describe_error
+from the_loop.errors import CloseIncomplete, TheLoopError, describe_error, describe_unexpected
 from the_loop.eventlog import EventLog, or_no_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.portable.store import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
@@ -41,8 +42,9 @@ StillRunning = Callable[[Session], bool]
 class ResetOutcome:
     """What a reset of one work item did (or, on a dry run, would do).
 
-    ``removed`` is a subset of ``PIECES`` in removal order; ``was_live`` says a
-    running or paused session was found; ``ended`` that it was really ended.
+    ``removed`` is a subset of ``PIECES`` in removal order; ``foreign`` names the keys
+    of the portable record that another release wrote, removed with it; ``was_live``
+    says a running or paused session was found; ``ended`` that it was really ended.
     """
 
     ref: str
@@ -52,11 +54,12 @@ class ResetOutcome:
     dry_run: bool = False
     ended: bool = False
     harness: str = ""
+    foreign: tuple[str, ...] = ()
 
     @property
     def found(self) -> bool:
         """Was there anything to reset? A failure counts, so it is never masked."""
-        return bool(self.removed) or self.was_live or bool(self.errors)
+        return bool(self.removed or self.foreign) or self.was_live or bool(self.errors)
 
     @property
     def ok(self) -> bool:
@@ -69,6 +72,7 @@ class ResetOutcome:
             "found": self.found,
             "ok": self.ok,
             "removed": list(self.removed),
+            "foreignSections": list(self.foreign),
             "wasLive": self.was_live,
             "ended": self.ended,
             "harness": self.harness,
@@ -82,6 +86,14 @@ class _Progress:
     removed: list[str] = field(default_factory=list[str])
     errors: list[str] = field(default_factory=list[str])
     ended: bool = False
+    foreign: tuple[str, ...] = ()
+
+
+def _failure(error: Exception) -> str:
+    """An expected failure's sentence; anything else is a bug, named by its type."""
+    if isinstance(error, (OSError, ValueError, TheLoopError)):
+        return describe_error(error)
+    return describe_unexpected(error)
 
 
 def _end_session(session: Session, close: CloseSession, progress: _Progress) -> None:
@@ -115,6 +127,8 @@ def _forget_record(
     except TheLoopError as error:
         progress.errors.append(f"not reset: {error}")
         return False
+    except Exception as error:  # a bug: this item's error, never the end of the run
+        progress.errors.append(f"could not remove the session record: {_failure(error)}")
     return True
 
 
@@ -122,20 +136,29 @@ def _clear_sections(
     item: WorkItemRef, store: WorkItemStore, syncs: DirectorySyncs | None, progress: _Progress
 ) -> None:
     try:
-        result = store.write_sections(item, dict.fromkeys(RESET_SECTIONS), syncs=syncs)
-    except (OSError, ValueError) as error:
-        progress.errors.append(f"could not clear the work-item record: {describe_error(error)}")
+        result = store.write_sections(
+            item, dict.fromkeys(RESET_SECTIONS), syncs=syncs, drop_foreign=True
+        )
+    except Exception as error:  # a bug too: this item's error, never the end of the run
+        progress.errors.append(f"could not clear the work-item record: {_failure(error)}")
         return
+    progress.foreign = result.foreign_removed
     progress.removed.extend(name for name in RESET_SECTIONS if name in result.removed)
     if result.replaced_unreadable and result.action in ("deleted", "sealed"):
         progress.removed.append(RECORD)
 
 
-def _planned_sections(item: WorkItemRef, store: WorkItemStore) -> list[str]:
-    status, sections = store.load(item)
+def _plan_sections(item: WorkItemRef, store: WorkItemStore, progress: _Progress) -> None:
+    try:
+        status, sections = store.load(item)
+        progress.foreign = store.foreign_keys(item)
+    except Exception as error:
+        progress.errors.append(f"could not read the work-item record: {_failure(error)}")
+        return
     if status == "unreadable":
-        return [RECORD]
-    return [name for name in RESET_SECTIONS if sections.get(name)]
+        progress.removed.append(RECORD)
+    else:
+        progress.removed.extend(name for name in RESET_SECTIONS if sections.get(name))
 
 
 def _lookup(
@@ -143,8 +166,8 @@ def _lookup(
 ) -> tuple[str, Session | None]:
     try:
         status, session = registry.load(item)
-    except OSError as error:
-        progress.errors.append(f"could not read the session record: {describe_error(error)}")
+    except Exception as error:  # a bug too: this item's error, never the end of the run
+        progress.errors.append(f"could not read the session record: {_failure(error)}")
         return "absent", None
     return status, session
 
@@ -176,7 +199,7 @@ def reset_work_item(
     if dry_run:
         if status != "absent":
             progress.removed.append(SESSION)
-        progress.removed.extend(_planned_sections(item, store))
+        _plan_sections(item, store, progress)
     else:
         if was_live and close is not None and session is not None:
             _end_session(session, close, progress)
@@ -206,9 +229,10 @@ def _report(
             work_item=item.ref,
             actor=actor,
             removed=removed,
+            foreign=list(progress.foreign),
             was_live=was_live,
             ended=progress.ended,
-            found=bool(removed) or was_live or bool(progress.errors),
+            found=bool(removed or progress.foreign) or was_live or bool(progress.errors),
             error="; ".join(progress.errors),
         )
         if not appended:
@@ -221,17 +245,19 @@ def _report(
         dry_run=dry_run,
         ended=progress.ended,
         harness=session.harness if session is not None else "",
+        foreign=progress.foreign,
     )
 
 
 def work_items_with_state(registry: SessionRegistry, store: WorkItemStore) -> list[WorkItemRef]:
-    """Every work item with a session record or a section reset owns, sorted, once.
+    """Every work item with a session record, a section reset owns or a key another
+    release wrote, sorted, once.
 
     Sections still only in the legacy tree count while a read would return
     them (a sealed record hides them, so a reset item is not listed again).
     """
     refs = registry.work_items() | registry.unreadable_refs() | store.unreadable_refs()
-    refs |= store.refs_holding(RESET_SECTIONS)
+    refs |= store.refs_holding(RESET_SECTIONS, foreign=True)
     for ref in store.legacy_refs() - refs:
         if store.section(ref, CONTROL) is not None or store.section(ref, POLL) is not None:
             refs.add(ref)

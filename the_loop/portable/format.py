@@ -9,14 +9,14 @@ names from there.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from the_loop.fsio import read_object
+from the_loop.fsio import read_bounded_object
+from the_loop.jsontree import MAX_NESTING, copy_json, nesting_exceeds
 from the_loop.layout import LegacyLayout
 from the_loop.ref import WorkItemRef
 
@@ -101,6 +101,8 @@ class WriteResult:
     held_before: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     replaced_unreadable: bool = False
+    #: Keys another release wrote that this write removed (only ever ``drop_foreign``).
+    foreign_removed: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -114,6 +116,7 @@ class WriteResult:
             "heldBefore": list(self.held_before),
             "removed": list(self.removed),
             "replacedUnreadable": self.replaced_unreadable,
+            "foreignRemoved": list(self.foreign_removed),
         }
 
 
@@ -150,12 +153,24 @@ def section_problem(name: str, value: object) -> str:
     return ""
 
 
+def foreign_keys(record: Mapping[str, object]) -> tuple[str, ...]:
+    """The keys of ``record`` we do not own (another release wrote them), in file order.
+
+    Every write keeps them; only a reset removes them, with the rest of the record.
+    """
+    return tuple(key for key in record if key not in HEAD_KEYS and key not in READABLE_SECTIONS)
+
+
 def load_record(path: str | Path) -> LoadedRecord:
-    """Read one portable record file (one ``open`` + ``json.load``), checking its shape."""
-    status, data, problem = read_object(path)
+    """Read one portable record file (one ``open`` + ``json.load``), checking its shape.
+
+    A file nested deeper than :data:`~the_loop.jsontree.MAX_NESTING` is unreadable
+    (and still names its ref, so a reset finds and removes it).
+    """
+    status, data, problem = read_bounded_object(path)
     if status == "absent":
         return ABSENT
-    if status != "ok":
+    if data is None:
         return LoadedRecord(status, {}, problem=problem)
     if not isinstance(data, dict):
         return LoadedRecord("unreadable", {}, problem="it is not a JSON object")
@@ -163,17 +178,22 @@ def load_record(path: str | Path) -> LoadedRecord:
     item = parse_ref(record.get("ref"))
     if item is None:
         return LoadedRecord("unreadable", {}, problem="it names no valid work item")
-    problem = ""
+    problem = problem or _shape_problem(record)
+    return LoadedRecord("unreadable" if problem else "ok", {} if problem else record, item, problem)
+
+
+def _shape_problem(record: Section) -> str:
+    """Why ``record``'s sections or seal cannot be ours, or ""."""
     for name in READABLE_SECTIONS:
         value: object = record.get(name)
         # A plain object needs no check unless it is a map of entries.
         if value is not None and (name in MAP_SECTIONS or not isinstance(value, dict)):
             problem = section_problem(name, value)
             if problem:
-                break
-    if not problem and not isinstance(record.get(SEALED, False), bool):
-        problem = "its 'sealed' flag is not a boolean"
-    return LoadedRecord("unreadable" if problem else "ok", {} if problem else record, item, problem)
+                return problem
+    if not isinstance(record.get(SEALED, False), bool):
+        return "its 'sealed' flag is not a boolean"
+    return ""
 
 
 def effective_section(record: Section, name: str, legacy: Mapping[str, Section]) -> Section | None:
@@ -195,6 +215,8 @@ def check_writable(name: str, value: object) -> None:
     if name not in SECTIONS:
         raise ValueError(f"unknown section {name!r}; expected one of {SECTIONS}")
     problem = section_problem(name, value)
+    if not problem and nesting_exceeds(value, MAX_NESTING - 1):
+        problem = f"it nests deeper than a record may ({MAX_NESTING} levels)"
     if problem:
         raise ValueError(f"cannot write section {name!r}: {problem}")
 
@@ -238,7 +260,7 @@ class LegacyTree:
             found[CONTROL] = control
         poll = self._poll_items_now(self.layout).get(item.ref)
         if poll is not None:
-            found[POLL] = copy.deepcopy(poll)
+            found[POLL] = copy_json(poll)
         return found
 
     def refs(self) -> set[str]:
@@ -253,7 +275,7 @@ class LegacyTree:
         for name in names:
             if not name.endswith(".json"):
                 continue
-            status, data, _ = read_object(self.layout.control_dir / name)
+            status, data, _ = read_bounded_object(self.layout.control_dir / name)
             if status == "ok" and isinstance(data, dict):
                 record = cast(Section, data)
                 item = parse_ref(record.get("ref", record.get("workItem")))
@@ -265,7 +287,7 @@ class LegacyTree:
     def _control(layout: LegacyLayout, item: WorkItemRef) -> Section | None:
         # A control file counts only when it stores this very ref (slugs collide).
         for slug in (item.slug, item.disambiguated_slug):
-            status, data, _ = read_object(layout.control_dir / f"{slug}.json")
+            status, data, _ = read_bounded_object(layout.control_dir / f"{slug}.json")
             if status != "ok" or not isinstance(data, dict):
                 continue
             record = cast(Section, data)
@@ -287,7 +309,7 @@ class LegacyTree:
 
 
 def _parse_poll_items(path: Path) -> dict[str, Section]:
-    status, data, _ = read_object(path)
+    status, data, _ = read_bounded_object(path)
     items = cast(Section, data).get("items") if status == "ok" and isinstance(data, dict) else None
     if not isinstance(items, dict):
         return {}

@@ -3,25 +3,26 @@
 A record holds independent sections (``control``, ``poll``, ``pullRequests``,
 ``channels``; the retired ``graph`` is read only). Every change is a locked
 read-modify-write of the sections it names, and the seal-vs-delete rule lives in
-:meth:`WorkItemStore.write_sections` only. ``index.json`` is derived from the records.
+:meth:`WorkItemStore.write_sections` only. Keys another release wrote are kept by every
+write; only a reset removes them. ``index.json`` is derived from the records: failing to
+rewrite it is a warning, never the failure of the write that changed a record.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Callable, Collection, Generator, Mapping
 from pathlib import Path
 
-from the_loop.errors import or_ignore_warnings
+from the_loop.errors import describe_error, or_ignore_warnings
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
+from the_loop.jsontree import copy_json
 from the_loop.layout import LegacyLayout
 from the_loop.portable.format import (
     CHANNELS,
     CONTROL,
     FALLBACK_SECTIONS,
     GRAPH,
-    HEAD_KEYS,
     INDEX_FILE,
     POLL,
     PULL_REQUESTS,
@@ -37,6 +38,7 @@ from the_loop.portable.format import (
     WriteResult,
     check_writable,
     effective_section,
+    foreign_keys,
     holds,
     ledger_key,
     load_record,
@@ -73,8 +75,9 @@ class WorkItemStore:
     """Portable records under ``root``; locks under ``locks_dir`` (``<parent>/locks/<name>``).
 
     Every write command rebuilds ``index.json``; inside ``with store.batch():`` it is
-    rebuilt once at the end and directory syncs are deferred to then. One instance
-    per thread.
+    rebuilt once at the end and directory syncs are deferred to then. A rebuild that
+    fails is reported to ``on_warning`` (once until one succeeds) and never raised by
+    a write. One instance per thread.
     """
 
     def __init__(
@@ -95,6 +98,7 @@ class WorkItemStore:
         self._batch_depth = 0
         self._batch_syncs: DirectorySyncs | None = None
         self._index_stale = False
+        self._index_warned = False
 
     @property
     def index_path(self) -> Path:
@@ -181,8 +185,9 @@ class WorkItemStore:
         """Every readable record as the index lists it, sorted by ref (no warnings)."""
         return [summary for summary, _name in self._listing.summaries(warn=False)]
 
-    def refs_holding(self, names: Collection[str]) -> set[str]:
-        """Refs of the readable records in which any section of ``names`` holds an object.
+    def refs_holding(self, names: Collection[str], *, foreign: bool = False) -> set[str]:
+        """Refs of the readable records in which any section of ``names`` holds an object
+        (or, with ``foreign``, which hold any key another release wrote).
 
         What ``summaries()`` would say, without building a summary per record.
         """
@@ -190,7 +195,14 @@ class WorkItemStore:
             item.ref
             for item, _name, record in self._listing.listable(warn=False)
             if any(holds(name, record.get(name)) for name in names)
+            or (foreign and bool(foreign_keys(record)))
         }
+
+    def foreign_keys(self, ref: RefLike) -> tuple[str, ...]:
+        """The keys of ``ref``'s record that another release wrote (kept by every write but
+        ``write_sections(..., drop_foreign=True)``); none when absent or unreadable."""
+        loaded = self._locate(as_ref(ref))[1]
+        return foreign_keys(loaded.record) if loaded.status == "ok" else ()
 
     def owner_of(self, ref: RefLike) -> str | None:
         """The work item whose ``pullRequests`` map holds ``ref``, or None (scans the records)."""
@@ -220,15 +232,19 @@ class WorkItemStore:
         changes: Mapping[str, Section | None],
         *,
         syncs: DirectorySyncs | None = None,
+        drop_foreign: bool = False,
     ) -> WriteResult:
         """Replace several sections in one locked read-modify-write; others stay as on disk.
 
         ``None`` is a tombstone. When no section holds an object any more the file is
         deleted, or sealed (``{ref, url, sealed}``) while the legacy tree holds something
-        for the ref. ``OSError`` propagates; ``ValueError`` for an unknown section.
+        for the ref; keys another release wrote are kept (and keep the file) unless
+        ``drop_foreign``. ``OSError`` propagates; ``ValueError`` for an unknown section.
         """
         fixed = dict(changes)
-        return self._modify(as_ref(ref), tuple(fixed), lambda _current: fixed, syncs)
+        return self._modify(
+            as_ref(ref), tuple(fixed), lambda _current: fixed, syncs, drop_foreign=drop_foreign
+        )
 
     def update_section(
         self,
@@ -332,6 +348,8 @@ class WorkItemStore:
         names: tuple[str, ...],
         compute: Callable[[dict[str, Section | None]], Mapping[str, Section | None]],
         syncs: DirectorySyncs | None,
+        *,
+        drop_foreign: bool = False,
     ) -> WriteResult:
         for name in names:
             check_writable(name, None)
@@ -342,15 +360,17 @@ class WorkItemStore:
             legacy = self._legacy.sections_for(item)
             current = {name: effective_section(record, name, legacy) for name in names}
             held = tuple(name for name in READABLE_SECTIONS if holds(name, current.get(name)))
-            changes = dict(compute(copy.deepcopy(current)))
+            changes = dict(compute(copy_json(current)))
             for name, value in changes.items():
                 check_writable(name, value)
-            new_record = self._merge(item, record, changes, legacy)
+            extras = {} if drop_foreign else {key: record[key] for key in foreign_keys(record)}
+            new_record = self._merge(item, record, changes, legacy, extras)
             action = self._commit(path, loaded, new_record, syncs or self._batch_syncs)
         self._index_changed()
         removed = tuple(name for name in held if name in changes and not holds(name, changes[name]))
+        dropped = tuple(key for key in foreign_keys(record) if key not in extras)
         return WriteResult(
-            item.ref, action, path.name, held, removed, loaded.status == "unreadable"
+            item.ref, action, path.name, held, removed, loaded.status == "unreadable", dropped
         )
 
     def _writable_record(self, item: WorkItemRef, path: Path, loaded: LoadedRecord) -> Section:
@@ -366,10 +386,14 @@ class WorkItemStore:
         record: Section,
         changes: Mapping[str, Section | None],
         legacy: Mapping[str, Section],
+        extras: Mapping[str, object],
     ) -> Section | None:
-        """The record after ``changes``: the seal-vs-delete rule. None means delete."""
+        """The record after ``changes``: the seal-vs-delete rule. None means delete.
+
+        ``extras`` (the keys another release wrote that stay) follow the sections, and
+        keep the file when no section holds anything.
+        """
         sections = {name: record[name] for name in READABLE_SECTIONS if name in record}
-        extras = {key: value for key, value in record.items() if key not in (*HEAD_KEYS, *sections)}
         if record.get(SEALED) is True:
             # Unsealing must not let the legacy tree back in: tombstone its sections instead.
             for name in FALLBACK_SECTIONS:
@@ -386,7 +410,9 @@ class WorkItemStore:
         if holding:
             ordered = {name: sections[name] for name in READABLE_SECTIONS if name in sections}
             return {**head, **ordered, **extras}
-        return {**head, SEALED: True} if legacy else None
+        if legacy:
+            return {**head, SEALED: True, **extras}
+        return {**head, **extras} if extras else None
 
     @staticmethod
     def _commit(
@@ -407,14 +433,29 @@ class WorkItemStore:
         if self._batch_depth:
             self._index_stale = True
         else:
-            self.rebuild_index()
+            self._refresh_index()
+
+    def _refresh_index(self, syncs: DirectorySyncs | None = None) -> None:
+        """Rebuild the derived index; an ``OSError`` is a warning (once until a rebuild
+        succeeds), never the failure of the write that made the index stale."""
+        try:
+            self.rebuild_index(syncs=syncs)
+        except OSError as error:
+            if not self._index_warned:
+                self._index_warned = True
+                self._warn(
+                    f"could not rebuild the derived {self.index_path}: {describe_error(error)}; "
+                    "the records are as reported, and the next write rebuilds the index"
+                )
+            return
+        self._index_warned = False
 
     def _end_batch(self) -> None:
         syncs, self._batch_syncs = self._batch_syncs, None
         try:
             if self._index_stale:
                 self._index_stale = False
-                self.rebuild_index(syncs=syncs)
+                self._refresh_index(syncs=syncs)
         finally:
             if syncs is not None:
                 syncs.flush()

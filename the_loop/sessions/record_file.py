@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from the_loop.fsio import read_object
+from the_loop.fsio import read_bounded_object
 from the_loop.sessions.session import Session, record_from_json, stored_ref
 
 
@@ -24,11 +24,12 @@ class RecordRead:
 def read_record_file(path: str) -> RecordRead:
     """Read one record file; never raises. A symlink, FIFO or directory at the path is
     someone else's: it reads as absent and is never followed, blocked on or removed."""
-    status, data, problem = read_object(path)
+    status, data, problem = read_bounded_object(path)
     if status in ("absent", "stranger"):
         return RecordRead("absent", stranger=status == "stranger")
     if status != "ok":
-        return RecordRead("unreadable", problem=problem)
+        # A file that nests too deeply still names the ref it stores.
+        return RecordRead("unreadable", stored=stored_ref(data), problem=problem)
     try:
         record = record_from_json(data)
     except (ValueError, RecursionError) as error:

@@ -204,12 +204,14 @@ def _reset_all(
 ) -> tuple[list[ResetOutcome], list[str]]:
     """Reset every item in one store batch; then make every removal durable.
 
-    Returns the outcomes and the problems of the batch's end (the index rewrite
-    and the deferred directory syncs), which concern no single item.
+    Returns the outcomes and the problems of the batch's end (the deferred directory
+    syncs), which concern no single item. An item that raises gets that as its error;
+    the others are still reset.
     """
     from the_loop.commands.stores import open_dispatcher
+    from the_loop.errors import describe_unexpected
     from the_loop.fsio import DirectorySyncs
-    from the_loop.reset import reset_work_item
+    from the_loop.reset import ResetOutcome, reset_work_item
 
     def unavailable(problem: str) -> None:
         warn(f"cannot end live sessions ({problem}); resetting the records only")
@@ -224,8 +226,8 @@ def _reset_all(
     try:
         with stores.store.batch():
             for item in items:
-                outcomes.append(
-                    reset_work_item(
+                try:
+                    outcome = reset_work_item(
                         item,
                         registry=stores.registry,
                         store=stores.store,
@@ -236,9 +238,12 @@ def _reset_all(
                         syncs=syncs,
                         still_running=running,
                     )
-                )
+                except Exception as error:  # a bug: this item's error; the others go on
+                    problem = f"not reset: {describe_unexpected(error)}"
+                    outcome = ResetOutcome(item.ref, errors=(problem,), dry_run=args.dry_run)
+                outcomes.append(outcome)
     except OSError as error:
-        problems.append(f"could not rewrite the portable index: {describe_error(error)}")
+        problems.append(f"could not make the portable changes durable: {describe_error(error)}")
     try:
         syncs.flush()
     except OSError as error:

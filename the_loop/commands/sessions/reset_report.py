@@ -19,6 +19,19 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+def _removals(outcome: ResetOutcome) -> str:
+    """The pieces a reset removes, then the sections another release wrote, by name."""
+    listed = [piece for piece in outcome.removed if piece != "workspace"]
+    if not outcome.foreign:
+        return ", ".join(listed)
+    older = f"{_plural(len(outcome.foreign), 'section')} an older release wrote: "
+    older += ", ".join(outcome.foreign)
+    if not listed:
+        return older
+    joiner = ", and " if len(listed) > 1 else " and "
+    return ", ".join(listed) + joiner + older
+
+
 def describe_checkout(workspace: Workspace, session: Session) -> str:
     """What removing a live item's checkout would lose, or "" when it has none we would remove."""
     from the_loop.errors import TheLoopError
@@ -48,21 +61,21 @@ def _item_lines(outcome: ResetOutcome, preview: str) -> tuple[list[str], list[st
     out: list[str] = []
     err: list[str] = []
     harness = f"{outcome.harness} " if outcome.harness else ""
-    listed = [piece for piece in outcome.removed if piece != "workspace"]
+    listed = _removals(outcome)
     if outcome.dry_run:
         if outcome.was_live:
             out.append(f"{ref}: would end a live {harness}session")
         if preview:
             out.append(f"{ref}: {preview}")
         if listed:
-            out.append(f"{ref}: would remove {', '.join(listed)}")
+            out.append(f"{ref}: would remove {listed}")
     else:
         if outcome.ended:
             out.append(f"{ref}: ended a live {harness}session")
         if "workspace" in outcome.removed:
             out.append(f"{ref}: removed the workspace checkout — uncommitted work in it is gone")
         if listed:
-            out.append(f"{ref}: reset — removed {', '.join(listed)}")
+            out.append(f"{ref}: reset — removed {listed}")
     err.extend(f"{ref}: error: {error}" for error in outcome.errors)
     if not outcome.found:
         err.append(f"{ref}: nothing to reset")
