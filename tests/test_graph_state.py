@@ -304,6 +304,7 @@ def test_a_pull_request_entry_missing_keys_takes_defaults_from_its_ref() -> None
         ("[1, 2]", "JSON object"),
         ('{"pullRequests": {"a": 1}}', "pullRequests"),
         ('{"version": "two"}', "version"),
+        ("[" * 100_000, "nested too deep"),
     ],
 )
 def test_a_corrupt_file_raises_a_sentence_naming_the_file(
@@ -444,3 +445,50 @@ def test_a_hostile_entry_is_quoted_in_a_bounded_warning(tmp_path: Path) -> None:
     write_raw(store.path, {"pullRequests": [{"ref": PR.ref, "repository": "x" * 100_000}]})
     store.load()
     assert len(warnings) == 1 and len(warnings[0]) < len(str(store.path)) + 400
+
+
+# -- where upstream puts the file (issue 11, point 12) ------------------------------------
+
+
+def upstream_path(tmp_path: Path, name: str = STATE_FILE) -> Path:
+    return tmp_path / "checkout" / "docs" / "specs" / f"issue-{ITEM.number}" / name
+
+
+def test_upstreams_location_is_read_and_written_when_the_file_is_there(tmp_path: Path) -> None:
+    upstream = upstream_path(tmp_path)
+    write_raw(upstream, {"version": 2, "workItem": ITEM.ref, "sessionPerPr": "always"})
+    store = state_file(tmp_path)
+    assert store.path == upstream
+    assert store.frozen_choices() == FrozenChoices(session_per_pr="always")
+    assert store.link_pr(PR)
+    assert [entry["ref"] for entry in read_raw(upstream)["pullRequests"]] == [PR.ref]
+    assert not (tmp_path / "checkout" / "docs" / "specs" / ITEM.slug).exists()
+
+
+def test_upstreams_location_wins_over_ours_when_both_are_there(tmp_path: Path) -> None:
+    write_raw(upstream_path(tmp_path), {"model": "upstream"})
+    ours = tmp_path / "checkout" / "docs" / "specs" / ITEM.slug / STATE_FILE
+    write_raw(ours, {"model": "ours"})
+    assert state_file(tmp_path).frozen_choices() == FrozenChoices(model="upstream")
+
+
+def test_ours_is_the_fallback_and_the_place_a_new_file_is_written(tmp_path: Path) -> None:
+    ours = tmp_path / "checkout" / "docs" / "specs" / ITEM.slug / STATE_FILE
+    assert state_file(tmp_path).path == ours
+    write_raw(ours, {"model": "ours"})
+    assert state_file(tmp_path).frozen_choices() == FrozenChoices(model="ours")
+
+
+def test_upstreams_file_of_another_work_item_is_left_alone(tmp_path: Path) -> None:
+    other = {"workItem": "github:octo/lib#15", "model": "theirs"}
+    write_raw(upstream_path(tmp_path), other)
+    store = state_file(tmp_path)
+    assert store.path == tmp_path / "checkout" / "docs" / "specs" / ITEM.slug / STATE_FILE
+    assert store.frozen_choices() is None
+    store.update(lambda state: setattr(state, "model", "ours"))
+    assert read_raw(upstream_path(tmp_path)) == other
+
+
+def test_upstreams_legacy_name_is_read_too(tmp_path: Path) -> None:
+    write_raw(upstream_path(tmp_path, LEGACY_STATE_FILE), {"effort": "low"})
+    assert state_file(tmp_path).frozen_choices() == FrozenChoices(effort="low")

@@ -664,3 +664,15 @@ def test_link_pr_names_the_records_it_linked_when_a_later_write_fails(loop: Loop
     )
     assert [endpoint["workItem"] for endpoint in loop.listing()[0]["pullRequests"]] == [PR]
     assert state_file.load().pull_requests == []
+
+
+def test_link_pr_records_the_pull_request_in_upstreams_state_file(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "checkout"
+    upstream = checkout / "docs" / "specs" / "issue-15" / "work-item-state.json"
+    upstream.parent.mkdir(parents=True)
+    upstream.write_text(json.dumps({"version": 2, "workItem": ITEM, "sessionPerPr": "always"}))
+    _register(loop, checkout)
+
+    assert loop.run("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "16") == 0
+    assert [entry["ref"] for entry in json.loads(upstream.read_text())["pullRequests"]] == [PR]
+    assert sorted(path.name for path in (checkout / "docs" / "specs").iterdir()) == ["issue-15"]

@@ -1,5 +1,7 @@
 """The repository file: ``docs/specs/<id>/work-item-state.json`` in the item's checkout.
 
+``<id>`` is upstream's ``issue-<n>`` when a file for the item is there, else the slug.
+
 It travels with the branch and holds pointers (where the work is), human decisions
 (``sessionPerPr``, ``model``, ``effort``, skips, ...) and the pull requests delivering
 the item (``state.md`` §7). The legacy name ``graph-state.json`` is read when the
@@ -302,6 +304,38 @@ def _pull_requests_of(entries: list[Any], problems: list[str]) -> dict[str, Any]
     return {"pull_requests": usable, "unusable_pull_requests": unusable}
 
 
+def _nesting_or(error: Exception) -> str:
+    return "nested too deep" if isinstance(error, RecursionError) else str(error)
+
+
+def upstream_spec_id(work_item: WorkItemRef) -> str:
+    """The directory name upstream (the-loopy-one 20.10.2) uses: ``issue-<n>``."""
+    return f"issue-{work_item.number}"
+
+
+def _spec_id_for(checkout: Path, work_item: WorkItemRef) -> str:
+    """Upstream's ``issue-<n>`` when it holds a file for ``work_item``, else the slug."""
+    upstream = checkout / SPECS_DIR / upstream_spec_id(work_item)
+    for name in (STATE_FILE, LEGACY_STATE_FILE):
+        if (upstream / name).is_file():
+            return upstream.name if _may_be_for(upstream / name, work_item) else work_item.slug
+    return work_item.slug
+
+
+def _may_be_for(path: Path, work_item: WorkItemRef) -> bool:
+    """False only when the file readably names another work item in ``workItem``."""
+    try:
+        named = fsio.read_json(path).get("workItem")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return True  # unreadable: adopt it, so load reports it instead of bypassing it
+    if not isinstance(named, str) or not named:
+        return True
+    try:
+        return WorkItemRef.parse(named) == work_item
+    except ValueError:
+        return False
+
+
 def graph_section_choices(graph_section: Mapping[str, Any] | None) -> FrozenChoices:
     """The choices an older release froze in the portable record's ``graph`` section.
 
@@ -345,11 +379,14 @@ def resolve_frozen_choices(
 
 
 class WorkItemStateFile:
-    """The repository file of one work item in ``checkout``; ``<id>`` defaults to its slug.
+    """The repository file of one work item in ``checkout``.
 
-    Every change runs read → modify → write under ``.work-item-state.json.lock``
-    beside the file; writes are atomic and durable (``fsio.write_json``); an
-    ``OSError`` propagates. The legacy ``graph-state.json`` is never written.
+    Where: ``docs/specs/<spec_id>/`` when an id is given; otherwise upstream's
+    ``docs/specs/issue-<n>/`` when a file for this item is there (read and written
+    there), else ours, ``docs/specs/<slug>/`` (also where a new file goes). Every
+    change runs read → modify → write under ``.work-item-state.json.lock`` beside
+    the file; writes are atomic and durable; an ``OSError`` propagates. The legacy
+    ``graph-state.json`` is never written.
     """
 
     def __init__(
@@ -360,9 +397,9 @@ class WorkItemStateFile:
         spec_id: str | None = None,
         on_warning: Callable[[str], None] | None = None,
     ):
-        chosen = work_item.slug if spec_id is None else spec_id
+        chosen = _spec_id_for(checkout, work_item) if spec_id is None else spec_id
         if not _SPEC_ID.match(chosen) or chosen in (".", ".."):
-            raise ValueError(f"invalid spec id {chosen!r}: must be one path component")
+            raise ValueError(f"invalid spec id {quoted(chosen)}: must be one path component")
         self.checkout = checkout
         self.work_item = work_item
         self.spec_id = chosen
@@ -387,8 +424,8 @@ class WorkItemStateFile:
                 data = fsio.read_json(path)
             except FileNotFoundError:
                 continue
-            except ValueError as error:
-                raise self._corrupt(path, f"it is not JSON ({error})") from error
+            except (ValueError, RecursionError) as error:
+                raise self._corrupt(path, f"it is not JSON ({_nesting_or(error)})") from error
             if not isinstance(data, dict):
                 raise self._corrupt(path, "it does not hold a JSON object")
             try:
