@@ -439,12 +439,23 @@ def test_an_unusable_frozen_choice_counts_as_not_decided_and_is_kept(
     assert read_raw(store.path)[key] == value
 
 
-def test_a_hostile_entry_is_quoted_in_a_bounded_warning(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"ref": PR.ref, "repository": "x" * 100_000},
+        {"ref": "github:octo/" + "x" * 100_000 + "#7"},
+        {"ref": "github:octo/lib#" + "9" * 100_000},
+        {"ref": PR.ref, "number": ["n"] * 100_000},
+    ],
+)
+def test_a_hostile_entry_is_quoted_in_a_bounded_warning(
+    tmp_path: Path, entry: dict[str, Any]
+) -> None:
     warnings: list[str] = []
     store = WorkItemStateFile(tmp_path / "checkout", ITEM, on_warning=warnings.append)
-    write_raw(store.path, {"pullRequests": [{"ref": PR.ref, "repository": "x" * 100_000}]})
+    write_raw(store.path, {"pullRequests": [entry]})
     store.load()
-    assert len(warnings) == 1 and len(warnings[0]) < len(str(store.path)) + 400
+    assert len(warnings) == 1 and len(warnings[0]) < len(str(store.path)) + 600
 
 
 # -- where upstream puts the file (issue 11, point 12) ------------------------------------

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from the_loop.errors import UsageError
-from the_loop.schema import ELLIPSIS, QUOTE_LIMIT, quoted
+from the_loop.errors import ELLIPSIS, QUOTE_LIMIT, UsageError, quoted
 
 ENV_VAR = "THE_LOOP_CLI_CONFIG"
 CONFIG_NAME = "cli-config.yaml"

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from the_loop import fsio
-from the_loop.errors import TheLoopError
+from the_loop.errors import TheLoopError, quoted
 from the_loop.eventlog import utc_timestamp
 from the_loop.ref import WorkItemRef
-from the_loop.schema import quoted
 
 STATE_FILE = "work-item-state.json"
 LEGACY_STATE_FILE = "graph-state.json"

@@ -10,10 +10,11 @@ benchmarked). A test checks it against the ``jsonschema`` package.
 from __future__ import annotations
 
 import re
-import reprlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
+
+from the_loop.errors import quoted
 
 Schema = Mapping[str, Any]
 SUPPORTED = frozenset(
@@ -23,23 +24,6 @@ SUPPORTED = frozenset(
         "additionalProperties", "propertyNames",
     }
 )  # fmt: skip
-
-
-QUOTE_LIMIT = 80
-ELLIPSIS = "..."
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring = 2, 4, 4, QUOTE_LIMIT
-
-
-def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
-    """``repr(value)`` for an error message, cut to about ``limit`` characters with ``...``.
-
-    Never formats more of a value than it shows, so a huge value costs next to nothing.
-    """
-    if isinstance(value, str) and len(value) > limit:
-        return repr(value[:limit]) + ELLIPSIS
-    text = _SHORT.repr(value)
-    return text if len(text) <= limit else text[:limit] + ELLIPSIS
 
 
 @dataclass(frozen=True)
