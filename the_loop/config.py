@@ -76,6 +76,8 @@ def find_config(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> 
     error; so is any candidate that exists but is not a regular file (a directory,
     a FIFO, ...): it is named for what it is, never silently skipped or read.
     """
+    if explicit is not None and not explicit:
+        raise ConfigError("--config: an empty path names no config file")
     for chosen, origin in ((explicit, "--config"), (environ.get(ENV_VAR), f"${ENV_VAR}")):
         if chosen:
             path = Path(chosen)

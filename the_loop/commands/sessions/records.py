@@ -21,6 +21,7 @@ from the_loop.commands.common import (
     format_parent,
     load_context,
     note,
+    path_argument,
     warn,
     work_item_parent,
     work_item_type,
@@ -68,7 +69,10 @@ def _add_register(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="the harness's own session id (what `claude --resume ID` takes)",
     )
     parser.add_argument(
-        "--cwd", metavar="DIR", type=Path, help="where the session runs (default: the current one)"
+        "--cwd",
+        metavar="DIR",
+        type=path_argument,
+        help="where the session runs (default: the current one)",
     )
     parser.add_argument(
         "--force", action="store_true", help="replace a live session record of the work item"
