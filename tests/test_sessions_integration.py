@@ -676,3 +676,16 @@ def test_link_pr_records_the_pull_request_in_upstreams_state_file(loop: Loop, tm
     assert loop.run("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "16") == 0
     assert [entry["ref"] for entry in json.loads(upstream.read_text())["pullRequests"]] == [PR]
     assert sorted(path.name for path in (checkout / "docs" / "specs").iterdir()) == ["issue-15"]
+
+
+def test_start_warns_of_an_unusable_state_file_entry_and_keeps_the_files_choices(loop: Loop):
+    bad = {"ref": "github:octo/lib#7", "repository": "../etc"}
+    state = {"version": 2, "model": "opus", "pullRequests": [bad]}
+    spec = f"docs/specs/{WorkItemRef.parse(ITEM).slug}/work-item-state.json"
+    loop.remote = make_remote(loop.tmp_path, "app-with-state", files={spec: json.dumps(state)})
+    loop.configure_routing()
+
+    code, _, err = loop.output("sessions", "start", "--work-item", ITEM)
+    assert code == 0
+    assert "warning: the work item state file " in err and "pullRequests[0] skipped" in err
+    assert loop.listing()[0]["model"] == "opus"
