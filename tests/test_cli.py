@@ -91,3 +91,32 @@ def test_a_stray_oserror_is_one_error_line_and_exit_1(
     directory.mkdir()
     assert main(["events", "--file", str(directory)]) == 1
     assert capsys.readouterr().err == f"error: {directory} is a directory, not a regular file\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sessions", "list", "--portable-dir", ""],
+        ["sessions", "list", "--registry-dir", "  "],
+        ["sessions", "reset", "--all", "--dry-run", "--portable-dir", "a\nb"],
+        ["sessions", "register", "--work-item", "github:o/r#1", "--harness", "command",
+         "--harness-session-id", "s", "--cwd", ""],
+        ["events", "--file", ""],
+        ["state", "check", "--checkout", "\t"],
+    ],
+)  # fmt: skip
+def test_a_blank_or_control_character_path_flag_is_refused_before_anything_runs(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 2
+    assert "is not a path" in capsys.readouterr().err
+    assert not (Path.cwd() / ".the-loop").exists()
+
+
+def test_an_empty_config_flag_is_refused_not_read_as_no_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--config", "", "sessions", "list"]) == 2
+    assert capsys.readouterr().err == "error: --config: an empty path names no config file\n"

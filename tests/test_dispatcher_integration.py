@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,12 @@ class Env(World):
     def registry(self, registry: SessionRegistry) -> None:
         self._registry = registry
 
-    def dispatcher(self, files: dict[str, str] | None = None, **routing: Any) -> Dispatcher:
+    def dispatcher(
+        self,
+        files: dict[str, str] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+        **routing: Any,
+    ) -> Dispatcher:
         """A dispatcher on this env; ``routing`` entries are merged over the test defaults."""
         if self.remote is None:
             branches = {"feature": {"FEATURE.md": "feature work\n"}}
@@ -88,6 +94,7 @@ class Env(World):
             registry=self.registry,
             control_store=self.control,
             events=self.events,
+            on_warning=on_warning,
         )
 
     def events_named(self, name: str) -> list[dict[str, Any]]:
@@ -194,6 +201,21 @@ def test_model_and_effort_from_the_state_file_in_the_checkout_reach_the_agent(en
     assert wait_until(lambda: shows(dispatcher, TARGET, "model=opus effort=high"))
     stored = env.registry.find_by_work_item(REF)
     assert stored is not None and (stored.model, stored.effort) == ("opus", "high")
+
+
+def test_one_unusable_pull_request_entry_does_not_cost_the_agent_its_frozen_choices(
+    env: Env,
+) -> None:
+    bad = {"ref": "github:octo/lib#7", "repository": "../etc"}
+    state = {"version": 2, "model": "opus", "effort": "high", "pullRequests": [bad]}
+    files = {"README.md": "# app\n", STATE_FILE: json.dumps(state)}
+    warnings: list[str] = []
+    dispatcher = env.dispatcher(files=files, on_warning=warnings.append, model="haiku")
+
+    session = dispatcher.spawn(REF).session
+
+    assert (session.model, session.effort) == ("opus", "high")
+    assert any("pullRequests[0] skipped" in warning for warning in warnings)
 
 
 def test_the_retired_graph_section_is_the_fallback_per_field(env: Env) -> None:

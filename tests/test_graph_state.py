@@ -225,7 +225,7 @@ def test_set_pr_state_refuses_a_state_outside_open_merged_closed(tmp_path: Path)
     assert store.path.read_bytes() == before
 
 
-def test_a_bad_session_per_pr_is_refused_in_memory_on_save_and_on_load(tmp_path: Path) -> None:
+def test_a_bad_session_per_pr_is_refused_in_memory_and_on_save(tmp_path: Path) -> None:
     store = state_file(tmp_path)
     with pytest.raises(ValueError, match="sessionPerPr"):
         WorkItemState(work_item=ITEM.ref, session_per_pr="sometimes")
@@ -234,9 +234,6 @@ def test_a_bad_session_per_pr_is_refused_in_memory_on_save_and_on_load(tmp_path:
     with pytest.raises(ValueError, match="sessionPerPr"):
         store.save(state)
     assert not store.path.exists()
-    write_raw(store.path, {"version": 2, "workItem": ITEM.ref, "sessionPerPr": "sometimes"})
-    with pytest.raises(TheLoopError, match=str(store.path)):
-        store.load()
 
 
 @pytest.mark.parametrize("value", SESSION_PER_PR)
@@ -306,9 +303,8 @@ def test_a_pull_request_entry_missing_keys_takes_defaults_from_its_ref() -> None
         ("{not json", "not JSON"),
         ("[1, 2]", "JSON object"),
         ('{"pullRequests": {"a": 1}}', "pullRequests"),
-        ('{"pullRequests": [{"ref": "github:octo/lib#7", "state": "gone"}]}', "state"),
         ('{"version": "two"}', "version"),
-        ('{"model": 5}', "model"),
+        ("[" * 100_000, "nested too deep"),
     ],
 )
 def test_a_corrupt_file_raises_a_sentence_naming_the_file(
@@ -398,3 +394,112 @@ def test_unusable_graph_section_values_count_as_not_decided() -> None:
 def test_a_frozen_choice_outside_the_documented_values_is_refused() -> None:
     with pytest.raises(ValueError, match="sessionPerPr"):
         FrozenChoices(session_per_pr="sometimes")
+
+
+# -- one bad entry never rejects the whole file (issue 11, point 10) ---------------------
+
+
+def test_an_unusable_pull_request_entry_is_skipped_with_a_warning_and_the_rest_honoured(
+    tmp_path: Path,
+) -> None:
+    warnings: list[str] = []
+    store = WorkItemStateFile(tmp_path / "checkout", ITEM, on_warning=warnings.append)
+    bad = {"ref": PR.ref, "repository": "../etc"}
+    good = {"ref": "github:octo/lib#8"}
+    write_raw(store.path, {"sessionPerPr": "always", "pullRequests": [bad, good, "junk"]})
+    state = store.load()
+    assert [entry.ref for entry in state.pull_requests] == ["github:octo/lib#8"]
+    assert store.frozen_choices() == FrozenChoices(session_per_pr="always")
+    assert len(warnings) == 4  # two skipped entries, on each of two loads
+    assert all(str(store.path) in warning for warning in warnings)
+    assert "pullRequests[0]" in warnings[0] and "invalid repository" in warnings[0]
+    assert "pullRequests[2]" in warnings[1]
+
+
+def test_a_skipped_entry_is_written_back_unchanged_where_it_was(tmp_path: Path) -> None:
+    store = state_file(tmp_path)
+    bad = {"ref": PR.ref, "repository": "../etc", "note": "kept"}
+    write_raw(store.path, {"pullRequests": ["junk", {"ref": "github:octo/lib#8"}, bad]})
+    assert store.link_pr(WorkItemRef.parse("github:octo/lib#9"))
+    written = read_raw(store.path)["pullRequests"]
+    assert written[0] == "junk" and written[2] == bad
+    assert [entry["ref"] for entry in written[1::2]] == ["github:octo/lib#8", "github:octo/lib#9"]
+
+
+@pytest.mark.parametrize(("key", "value"), [("sessionPerPr", "sometimes"), ("model", 5)])
+def test_an_unusable_frozen_choice_counts_as_not_decided_and_is_kept(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    warnings: list[str] = []
+    store = WorkItemStateFile(tmp_path / "checkout", ITEM, on_warning=warnings.append)
+    write_raw(store.path, {key: value, "effort": "high", "pullRequests": []})
+    assert store.frozen_choices() == FrozenChoices(effort="high")
+    assert len(warnings) == 1 and key in warnings[0]
+    store.link_pr(PR)
+    assert read_raw(store.path)[key] == value
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"ref": PR.ref, "repository": "x" * 100_000},
+        {"ref": "github:octo/" + "x" * 100_000 + "#7"},
+        {"ref": "github:octo/lib#" + "9" * 100_000},
+        {"ref": PR.ref, "number": ["n"] * 100_000},
+    ],
+)
+def test_a_hostile_entry_is_quoted_in_a_bounded_warning(
+    tmp_path: Path, entry: dict[str, Any]
+) -> None:
+    warnings: list[str] = []
+    store = WorkItemStateFile(tmp_path / "checkout", ITEM, on_warning=warnings.append)
+    write_raw(store.path, {"pullRequests": [entry]})
+    store.load()
+    assert len(warnings) == 1 and len(warnings[0]) < len(str(store.path)) + 600
+
+
+# -- where upstream puts the file (issue 11, point 12) ------------------------------------
+
+
+def upstream_path(tmp_path: Path, name: str = STATE_FILE) -> Path:
+    return tmp_path / "checkout" / "docs" / "specs" / f"issue-{ITEM.number}" / name
+
+
+def test_upstreams_location_is_read_and_written_when_the_file_is_there(tmp_path: Path) -> None:
+    upstream = upstream_path(tmp_path)
+    write_raw(upstream, {"version": 2, "workItem": ITEM.ref, "sessionPerPr": "always"})
+    store = state_file(tmp_path)
+    assert store.path == upstream
+    assert store.frozen_choices() == FrozenChoices(session_per_pr="always")
+    assert store.link_pr(PR)
+    assert [entry["ref"] for entry in read_raw(upstream)["pullRequests"]] == [PR.ref]
+    assert not (tmp_path / "checkout" / "docs" / "specs" / ITEM.slug).exists()
+
+
+def test_upstreams_location_wins_over_ours_when_both_are_there(tmp_path: Path) -> None:
+    write_raw(upstream_path(tmp_path), {"model": "upstream"})
+    ours = tmp_path / "checkout" / "docs" / "specs" / ITEM.slug / STATE_FILE
+    write_raw(ours, {"model": "ours"})
+    assert state_file(tmp_path).frozen_choices() == FrozenChoices(model="upstream")
+
+
+def test_ours_is_the_fallback_and_the_place_a_new_file_is_written(tmp_path: Path) -> None:
+    ours = tmp_path / "checkout" / "docs" / "specs" / ITEM.slug / STATE_FILE
+    assert state_file(tmp_path).path == ours
+    write_raw(ours, {"model": "ours"})
+    assert state_file(tmp_path).frozen_choices() == FrozenChoices(model="ours")
+
+
+def test_upstreams_file_of_another_work_item_is_left_alone(tmp_path: Path) -> None:
+    other = {"workItem": "github:octo/lib#15", "model": "theirs"}
+    write_raw(upstream_path(tmp_path), other)
+    store = state_file(tmp_path)
+    assert store.path == tmp_path / "checkout" / "docs" / "specs" / ITEM.slug / STATE_FILE
+    assert store.frozen_choices() is None
+    store.update(lambda state: setattr(state, "model", "ours"))
+    assert read_raw(upstream_path(tmp_path)) == other
+
+
+def test_upstreams_legacy_name_is_read_too(tmp_path: Path) -> None:
+    write_raw(upstream_path(tmp_path, LEGACY_STATE_FILE), {"effort": "low"})
+    assert state_file(tmp_path).frozen_choices() == FrozenChoices(effort="low")

@@ -214,3 +214,33 @@ def test_a_legacy_poll_ledger_converges_into_the_portable_record_on_the_next_wri
         ("legacy-control-record", True),
         ("legacy-poll-state", False),
     ]
+
+
+def test_the_older_root_poll_state_file_is_read_until_the_next_write_and_reported(
+    old: OldRoot,
+) -> None:
+    write(old.legacy.older_poll_state, {"items": {ITEM.ref: {"seenComments": ["IC_0"]}}})
+    before = old.legacy.older_poll_state.read_bytes()
+    polls = PollState(old.store, registry=old.registry)
+    assert polls.seen_comments(ITEM) == ["IC_0"]
+    report = find_retired(layout=old.layout, registry=old.registry, store=old.store)
+    assert [(item.kind, item.read) for item in report.locations] == [("older-poll-state", True)]
+
+    polls.baseline_comments(ITEM, ["IC_1"])
+    assert read(old.store.path_for(ITEM))["poll"]["seenComments"] == ["IC_0", "IC_1"]
+    assert old.legacy.older_poll_state.read_bytes() == before
+    report = find_retired(layout=old.layout, registry=old.registry, store=old.store)
+    assert [(item.kind, item.read) for item in report.locations] == [("older-poll-state", False)]
+
+
+def test_the_sessions_poll_state_file_wins_over_the_older_one_for_an_item_in_both(
+    old: OldRoot,
+) -> None:
+    write(old.legacy.older_poll_state, {"items": {ITEM.ref: {"seenComments": ["older"]}}})
+    write(old.legacy.poll_state, {"items": {ITEM.ref: {"seenComments": ["newer"]}}})
+    assert PollState(old.store, registry=old.registry).seen_comments(ITEM) == ["newer"]
+    report = find_retired(layout=old.layout, registry=old.registry, store=old.store)
+    assert [(item.kind, item.read) for item in report.locations] == [
+        ("legacy-poll-state", True),
+        ("older-poll-state", False),
+    ]

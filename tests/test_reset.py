@@ -440,3 +440,19 @@ def test_unreadable_records_that_name_their_ref_are_enumerated(root: Root) -> No
     assert root.reset(ITEM).removed == (SESSION,)
     assert root.reset(OTHER).removed == (RECORD,)
     assert work_items_with_state(root.registry, root.store) == []
+
+
+def test_items_only_in_the_older_root_poll_state_file_are_reset_and_sealed_over(
+    root: Root,
+) -> None:
+    """Issue 11 point 12: ``<root>/poll-state.json`` is part of the legacy tree too."""
+    older = root.layout.root / "poll-state.json"
+    older.parent.mkdir(parents=True, exist_ok=True)
+    older.write_text(json.dumps({"items": {OTHER.ref: {"seenComments": ["x"]}}}))
+    before = older.read_bytes()
+    assert work_items_with_state(root.registry, root.store) == [OTHER]
+    assert root.reset(OTHER).removed == (POLL,)
+    assert work_items_with_state(root.registry, root.store) == []
+    assert root.store.read(OTHER).get("poll") is None
+    assert json.loads(root.store.path_for(OTHER).read_text())["sealed"] is True
+    assert older.read_bytes() == before

@@ -614,3 +614,78 @@ def test_a_spawn_that_fails_after_tmux_started_undoes_the_checkout_and_the_tmux_
     )
     assert code == 1 and "registering the session failed" in err
     _nothing_left_behind(loop)
+
+
+def test_link_pr_skips_an_unusable_entry_with_a_warning_and_links_everywhere(
+    loop: Loop, tmp_path: Path
+):
+    checkout = tmp_path / "checkout"
+    state_file = WorkItemStateFile(checkout, WorkItemRef.parse(ITEM))
+    bad = {"ref": "github:octo/lib#7", "repository": "../etc"}
+    state_file.path.parent.mkdir(parents=True)
+    state_file.path.write_text(json.dumps({"sessionPerPr": "always", "pullRequests": [bad]}))
+    _register(loop, checkout)
+
+    code, out, err = loop.output("sessions", "link-pr", "--work-item", ITEM, "--pull-request", PR)
+    assert code == 0 and out == f"{ITEM}: linked pull request {PR}\n"
+    assert f"warning: the work item state file {state_file.path}: pullRequests[0] skipped" in err
+    assert [entry.ref for entry in state_file.load().pull_requests] == [PR]
+    assert json.loads(state_file.path.read_text())["pullRequests"][0] == bad
+    assert PR in loop.portable()["pullRequests"]
+
+
+def test_link_pr_writes_nothing_when_the_state_file_is_unreadable(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "checkout"
+    state_file = WorkItemStateFile(checkout, WorkItemRef.parse(ITEM))
+    state_file.path.parent.mkdir(parents=True)
+    state_file.path.write_text("{not json")
+    _register(loop, checkout)
+
+    code, out, err = loop.output("sessions", "link-pr", "--work-item", ITEM, "--pull-request", PR)
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and str(state_file.path) in err
+    assert loop.listing()[0]["pullRequests"] == []
+    assert not (loop.state / "portable").exists() or "pullRequests" not in loop.portable()
+
+
+def test_link_pr_names_the_records_it_linked_when_a_later_write_fails(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "checkout"
+    state_file = WorkItemStateFile(checkout, WorkItemRef.parse(ITEM))
+    state_file.save(WorkItemState(work_item=ITEM))
+    state_file.lock_path.unlink(missing_ok=True)
+    state_file.lock_path.mkdir()  # the state file's lock cannot be taken
+    _register(loop, checkout)
+
+    code, out, err = loop.output("sessions", "link-pr", "--work-item", ITEM, "--pull-request", PR)
+    assert code == 1 and out == ""
+    assert err.startswith(
+        f"error: {ITEM}: linked pull request {PR} in the session record and the portable "
+        f"record only; not in the work item state file {state_file.path}: "
+    )
+    assert [endpoint["workItem"] for endpoint in loop.listing()[0]["pullRequests"]] == [PR]
+    assert state_file.load().pull_requests == []
+
+
+def test_link_pr_records_the_pull_request_in_upstreams_state_file(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "checkout"
+    upstream = checkout / "docs" / "specs" / "issue-15" / "work-item-state.json"
+    upstream.parent.mkdir(parents=True)
+    upstream.write_text(json.dumps({"version": 2, "workItem": ITEM, "sessionPerPr": "always"}))
+    _register(loop, checkout)
+
+    assert loop.run("sessions", "link-pr", "--work-item", ITEM, "--pull-request", "16") == 0
+    assert [entry["ref"] for entry in json.loads(upstream.read_text())["pullRequests"]] == [PR]
+    assert sorted(path.name for path in (checkout / "docs" / "specs").iterdir()) == ["issue-15"]
+
+
+def test_start_warns_of_an_unusable_state_file_entry_and_keeps_the_files_choices(loop: Loop):
+    bad = {"ref": "github:octo/lib#7", "repository": "../etc"}
+    state = {"version": 2, "model": "opus", "pullRequests": [bad]}
+    spec = f"docs/specs/{WorkItemRef.parse(ITEM).slug}/work-item-state.json"
+    loop.remote = make_remote(loop.tmp_path, "app-with-state", files={spec: json.dumps(state)})
+    loop.configure_routing()
+
+    code, _, err = loop.output("sessions", "start", "--work-item", ITEM)
+    assert code == 0
+    assert "warning: the work item state file " in err and "pullRequests[0] skipped" in err
+    assert loop.listing()[0]["model"] == "opus"

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from the_loop.errors import UsageError
+from the_loop.errors import ELLIPSIS, QUOTE_LIMIT, UsageError, quoted
 
 ENV_VAR = "THE_LOOP_CLI_CONFIG"
 CONFIG_NAME = "cli-config.yaml"
+MAX_CONFIG_BYTES = 1 << 20
 
 
 class ConfigError(UsageError):
@@ -70,22 +72,59 @@ class Config:
 def find_config(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
     """The config path by the search order, or None for all defaults.
 
-    An explicit ``--config`` or ``$THE_LOOP_CLI_CONFIG`` that does not exist is an error.
+    An explicit ``--config`` or ``$THE_LOOP_CLI_CONFIG`` that does not exist is an
+    error; so is any candidate that exists but is not a regular file (a directory,
+    a FIFO, ...): it is named for what it is, never silently skipped or read.
     """
+    if explicit is not None and not explicit:
+        raise ConfigError("--config: an empty path names no config file")
     for chosen, origin in ((explicit, "--config"), (environ.get(ENV_VAR), f"${ENV_VAR}")):
         if chosen:
             path = Path(chosen)
-            if not path.is_file():
-                raise ConfigError(f"{path}: config file named by {origin} does not exist")
+            problem = _not_a_config_file(path)
+            if problem is not None:
+                raise ConfigError(f"{_shown(path)}: config file named by {origin} {problem}")
             return path
     candidates = [cwd / ".the-loop" / CONFIG_NAME]
     home = environ.get("HOME")
     if home:
         candidates.append(Path(home) / ".the-loop" / CONFIG_NAME)
     for candidate in candidates:
-        if candidate.is_file():
+        problem = _not_a_config_file(candidate)
+        if problem is None:
             return candidate
+        if not problem.startswith(_MISSING):
+            raise ConfigError(f"{_shown(candidate)}: config file {problem}")
     return None
+
+
+_MISSING = "does not exist"
+
+
+def _not_a_config_file(path: Path) -> str | None:
+    """Why ``path`` cannot be a config file (``does not exist``, ``is a directory``, ...)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "is a link to nothing" if path.is_symlink() else _MISSING
+    except OSError as error:
+        return f"cannot be read: {error.strerror or error}"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return f"is not a regular file (it is a {_kind(mode)})"
+    return None
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "device"))
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
+def _shown(path: Path) -> str:
+    """``path`` for a one-line message: as is, or quoted when it holds control characters."""
+    text = str(path)
+    return text if text.isprintable() else quoted(text)
 
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "cli-config.schema.json"
@@ -106,25 +145,69 @@ def validate(data: Any, source: Path) -> None:
     first = next(Validator(_schema()).violations(data), None)
     if first is not None:
         message = first.message.replace("\n", " ")
-        raise ConfigError(f"{source}: {_key_path(list(first.path))}: {message}")
+        raise ConfigError(f"{_shown(source)}: {quoted_key(first.path)}: {message}")
+
+
+def quoted_key(parts: Sequence[Any]) -> str:
+    """The key path for a message, each part bounded like a quoted value."""
+    shown = [part if isinstance(part, int) else _bounded(str(part)) for part in parts]
+    return _key_path(shown)
+
+
+def _bounded(text: str) -> str:
+    if text.isprintable() and len(text) <= QUOTE_LIMIT:
+        return text
+    return quoted(text)
 
 
 def load_file(path: Path) -> Config:
-    """Parse and validate one config file."""
-    import yaml  # deferred: start-up stays light when no config is used
+    """Read, parse and validate one config file; any problem is one :class:`ConfigError` line.
 
+    At most :data:`MAX_CONFIG_BYTES` are read, as UTF-8; YAML nesting and alias
+    expansion are bounded (see :mod:`the_loop.config_yaml`).
+    """
+    from the_loop.config_yaml import YamlRefused, parse_yaml
+
+    text = _read_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from error
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        problem = str(error).replace("\n", " ")
-        raise ConfigError(f"{path}: (top level): not valid YAML: {problem}") from error
+        data = parse_yaml(text)
+    except YamlRefused as error:
+        problem = _one_line(str(error))
+        raise ConfigError(f"{_shown(path)}: (top level): {problem}") from error
     document: Any = {} if data is None else data
     validate(document, path)
     return Config(data=document, source=path)
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: opened without blocking, a regular file, bounded, UTF-8."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise ConfigError(f"{_shown(path)}: cannot read: {error.strerror or error}") from error
+    with os.fdopen(descriptor, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else f"a {_kind(mode)}"
+            raise ConfigError(f"{_shown(path)}: cannot read: it is {kind}, not a file")
+        try:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        except OSError as error:
+            raise ConfigError(f"{_shown(path)}: cannot read: {error.strerror or error}") from error
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{_shown(path)}: larger than {MAX_CONFIG_BYTES} bytes; not a config")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        byte = raw[error.start]
+        raise ConfigError(
+            f"{_shown(path)}: not UTF-8 text: byte 0x{byte:02x} at offset {error.start}"
+        ) from error
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit] + ELLIPSIS
 
 
 def load_config(

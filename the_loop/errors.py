@@ -3,6 +3,7 @@ sink of every collaborator."""
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 
 #: Success.
@@ -15,6 +16,11 @@ EXIT_USAGE = 2
 EXIT_BUG = 3
 #: Ctrl-C.
 EXIT_INTERRUPTED = 130
+#: About how much of a value an error message quotes (files may hold anything).
+QUOTE_LIMIT = 80
+ELLIPSIS = "..."
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring = 2, 4, 4, QUOTE_LIMIT
 
 #: Where a store, the dispatcher or a domain function sends a warning sentence.
 WarningSink = Callable[[str], None]
@@ -72,3 +78,14 @@ def describe_unexpected(error: BaseException) -> str:
     """The sentence for an exception no code path expects (a bug): its type, then its message."""
     detail = f": {error}" if str(error) else ""
     return f"unexpected {type(error).__name__} (a bug; please report it){detail}"
+
+
+def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters with ``...``.
+
+    Never formats more of a value than it shows, so a huge value costs next to nothing.
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit]) + ELLIPSIS
+    text = _SHORT.repr(value)
+    return text if len(text) <= limit else text[:limit] + ELLIPSIS

@@ -104,9 +104,13 @@ def _beside(directory: Path) -> Path:
     return directory.with_name(directory.name + ".locks")
 
 
+LEGACY_POLL_STATE_NAME = "poll-state.json"
+
+
 @dataclass(frozen=True)
 class LegacyLayout:
-    """The read-only tree older releases wrote: ``<root>/sessions/``."""
+    """The read-only tree older releases wrote: ``<root>/sessions/``, and before that
+    ``<root>/poll-state.json``."""
 
     root: Path
 
@@ -120,7 +124,17 @@ class LegacyLayout:
 
     @property
     def poll_state(self) -> Path:
-        return self.sessions_dir / "poll-state.json"
+        return self.sessions_dir / LEGACY_POLL_STATE_NAME
+
+    @property
+    def older_poll_state(self) -> Path:
+        """``<root>/poll-state.json``: poll state before it moved under ``sessions/``."""
+        return self.root / LEGACY_POLL_STATE_NAME
+
+    @property
+    def poll_states(self) -> tuple[Path, Path]:
+        """Both legacy poll-state files, the one that wins for an item first."""
+        return (self.poll_state, self.older_poll_state)
 
 
 #: The config key that lets the-loop follow its own directories when they are links.

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
+from the_loop.errors import quoted
+
 DEFAULT_GITHUB_HOST = "github.com"
 EXPECTED_SHAPE = "<provider>:[<host>/]<owner>/<repo>#<number>, e.g. github:octo/repo#15"
 
@@ -38,14 +40,16 @@ _PLAIN_SHAPE = re.compile(
 
 
 def _refuse(text: str, problem: str) -> ValueError:
-    return ValueError(f"invalid work item {text!r}: {problem}; expected {EXPECTED_SHAPE}")
+    return ValueError(f"invalid work item {quoted(text)}: {problem}; expected {EXPECTED_SHAPE}")
 
 
 def _check_name(text: str, kind: str, value: str) -> None:
     if not _NAME.match(value):
-        raise _refuse(text, f"{kind} {value!r} may only hold letters, digits, '.', '_' and '-'")
+        raise _refuse(
+            text, f"{kind} {quoted(value)} may only hold letters, digits, '.', '_' and '-'"
+        )
     if value in (".", "..") or value.startswith("-"):
-        raise _refuse(text, f"{kind} {value!r} is not allowed")
+        raise _refuse(text, f"{kind} {quoted(value)} is not allowed")
 
 
 _Value = TypeVar("_Value")
@@ -175,14 +179,14 @@ def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
     if not hash_sign:
         raise _refuse(text, "the '#<number>' part is missing")
     if not _NUMBER.match(number_text) or int(number_text) <= 0:
-        raise _refuse(text, f"the number {number_text!r} is not a positive integer")
+        raise _refuse(text, f"the number {quoted(number_text)} is not a positive integer")
     segments = path.split("/")
     if any(segment == "" for segment in segments):
         raise _refuse(text, "it has an empty path segment")
     if len(segments) == 3:
         host, owner, repo = segments
         if not _HOST.match(host):
-            raise _refuse(text, f"host {host!r} is not a dotted host name or name:port")
+            raise _refuse(text, f"host {quoted(host)} is not a dotted host name or name:port")
         host = host.lower()
     elif len(segments) == 2:
         host = ""

@@ -1,5 +1,7 @@
 """The repository file: ``docs/specs/<id>/work-item-state.json`` in the item's checkout.
 
+``<id>`` is upstream's ``issue-<n>`` when a file for the item is there, else the slug.
+
 It travels with the branch and holds pointers (where the work is), human decisions
 (``sessionPerPr``, ``model``, ``effort``, skips, ...) and the pull requests delivering
 the item (``state.md`` §7). The legacy name ``graph-state.json`` is read when the
@@ -12,10 +14,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from the_loop import fsio
-from the_loop.errors import TheLoopError
+from the_loop.errors import TheLoopError, quoted
 from the_loop.eventlog import utc_timestamp
 from the_loop.ref import WorkItemRef
 
@@ -61,8 +63,9 @@ def validate_repository(repository: str) -> str:
     ``[A-Za-z0-9._-]``, not ``.``/``..``, no leading ``-``); anything else is a ``ValueError``.
     """
     problem = (
-        f"invalid repository {repository!r}: expected <owner>/<repo> or <host>/<owner>/<repo>, "
-        "names of letters, digits, '.', '_' and '-', not '.' or '..', not starting with '-'"
+        f"invalid repository {quoted(repository)}: expected <owner>/<repo> or "
+        "<host>/<owner>/<repo>, names of letters, digits, '.', '_' and '-', "
+        "not '.' or '..', not starting with '-'"
     )
     if repository.count("/") not in (1, 2):
         raise ValueError(problem)
@@ -78,13 +81,13 @@ def _text(data: Mapping[str, Any], key: str, default: str) -> str:
     if value is None:
         return default
     if not isinstance(value, str):
-        raise ValueError(f"{key} must be a string, not {value!r}")
+        raise ValueError(f"{key} must be a string, not {quoted(value)}")
     return value
 
 
 def _choice(value: str, allowed: tuple[str, ...], name: str, *, empty_ok: bool = False) -> None:
     if value not in allowed and not (empty_ok and value == ""):
-        raise ValueError(f"invalid {name} {value!r}: expected one of {', '.join(allowed)}")
+        raise ValueError(f"invalid {name} {quoted(value)}: expected one of {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ class LinkedPullRequest:
         object.__setattr__(self, "ref", WorkItemRef.parse(self.ref).ref)
         validate_repository(self.repository)
         if isinstance(self.number, bool) or self.number <= 0:
-            raise ValueError(f"invalid pull request number {self.number!r}: must be positive")
+            raise ValueError(f"invalid pull request number {quoted(self.number)}: must be positive")
         _choice(self.state, PR_STATES, "pull request state")
         _choice(self.linked_by, LINKED_BY, "linkedBy")
 
@@ -136,7 +139,7 @@ class LinkedPullRequest:
         ref = WorkItemRef.parse(_text(data, "ref", ""))
         number = data.get("number", ref.number)
         if not isinstance(number, int):
-            raise ValueError(f"number must be an integer, not {number!r}")
+            raise ValueError(f"number must be an integer, not {quoted(number)}")
         return cls(
             ref=ref.ref,
             repository=_text(data, "repository", ref.path),
@@ -196,6 +199,10 @@ class WorkItemState:
     effort: str = ""
     pull_requests: list[LinkedPullRequest] = field(default_factory=list[LinkedPullRequest])
     extra: dict[str, Any] = field(default_factory=dict[str, Any])
+    # Read but not honoured: (position, raw entry) of pullRequests[], raw choice values.
+    unusable_pull_requests: list[tuple[int, Any]] = field(default_factory=list[tuple[int, Any]])
+    unusable_choices: dict[str, Any] = field(default_factory=dict[str, Any])
+    problems: list[str] = field(default_factory=list[str], compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -203,7 +210,7 @@ class WorkItemState:
     def validate(self) -> None:
         _choice(self.session_per_pr, SESSION_PER_PR, "sessionPerPr", empty_ok=True)
         if isinstance(self.version, bool) or self.version < 1:
-            raise ValueError(f"invalid version {self.version!r}: must be a positive integer")
+            raise ValueError(f"invalid version {quoted(self.version)}: must be a positive integer")
 
     def pull_request(self, pr: WorkItemRef | str) -> LinkedPullRequest | None:
         """The linked entry for ``pr`` (any spelling of its ref), or None."""
@@ -219,7 +226,13 @@ class WorkItemState:
         """The document as written: :data:`STATE_KEYS` in order, then preserved keys."""
         self.validate()
         document = {key: getattr(self, attribute) for key, attribute in _STATE_FIELDS}
-        document["pullRequests"] = [entry.to_dict() for entry in self.pull_requests]
+        entries: list[Any] = [entry.to_dict() for entry in self.pull_requests]
+        for position, raw in sorted(self.unusable_pull_requests, key=lambda pair: pair[0]):
+            entries.insert(min(position, len(entries)), raw)
+        document["pullRequests"] = entries
+        for key, raw in self.unusable_choices.items():
+            if document.get(key) == "":
+                document[key] = raw
         for key, value in self.extra.items():
             if key not in document and key not in RETIRED_KEYS:
                 document[key] = value
@@ -227,30 +240,99 @@ class WorkItemState:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, work_item: str = "") -> WorkItemState:
-        """Migrate and read a v1 or v2 document; ``ValueError`` for a value of the wrong shape.
+        """Migrate and read a v1 or v2 document; ``ValueError`` when the file as a whole
+        is unusable (``version``, ``workItem`` or ``pullRequests`` of the wrong shape).
 
-        ``session`` is dropped; ``version`` becomes at least 2 (a newer one is kept);
-        ``workItem`` defaults to ``work_item`` when absent.
+        One unusable ``pullRequests[]`` entry or frozen choice is skipped, kept raw and
+        described in ``problems``. ``session`` is dropped; ``version`` becomes at least
+        2 (a newer one is kept); ``workItem`` defaults to ``work_item`` when absent.
         """
         version = data.get("version", 1)
         if not isinstance(version, int):
-            raise ValueError(f"version must be an integer, not {version!r}")
-        entries: list[Any] = data.get("pullRequests") or []
-        if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError("pullRequests must be a list of objects")
+            raise ValueError(f"version must be an integer, not {quoted(version)}")
+        entries: Any = data.get("pullRequests") or []
+        if not isinstance(entries, list):
+            raise ValueError(f"pullRequests must be a list, not {quoted(entries)}")
+        problems: list[str] = []
         values: dict[str, Any] = {
             "version": max(version, STATE_VERSION),
             "work_item": _text(data, "workItem", work_item),
-            "session_per_pr": _text(data, "sessionPerPr", ""),
-            "model": _text(data, "model", ""),
-            "effort": _text(data, "effort", ""),
-            "pull_requests": [LinkedPullRequest.from_dict(entry) for entry in entries],
+            **_choices_of(data, problems),
+            **_pull_requests_of(cast(list[Any], entries), problems),
         }
         for key, attribute in _POINTER_FIELDS:
             if key in data:
                 values[attribute] = data[key]
         extra = {k: v for k, v in data.items() if k not in STATE_KEYS and k not in RETIRED_KEYS}
-        return cls(**values, extra=extra)
+        return cls(**values, extra=extra, problems=problems)
+
+
+def _choices_of(data: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """``sessionPerPr``, ``model``, ``effort``; an unusable one is ``""`` and kept raw."""
+    found: dict[str, Any] = {}
+    unusable: dict[str, Any] = {}
+    for key, attribute in (
+        ("sessionPerPr", "session_per_pr"),
+        ("model", "model"),
+        ("effort", "effort"),
+    ):
+        try:
+            value = _text(data, key, "")
+            if key == "sessionPerPr":
+                _choice(value, SESSION_PER_PR, key, empty_ok=True)
+        except ValueError as error:
+            problems.append(f"{key} ignored (counts as not decided): {error}")
+            unusable[key] = data[key]
+            value = ""
+        found[attribute] = value
+    return {**found, "unusable_choices": unusable}
+
+
+def _pull_requests_of(entries: list[Any], problems: list[str]) -> dict[str, Any]:
+    """The usable ``pullRequests[]`` entries, and the (position, raw) of the others."""
+    usable: list[LinkedPullRequest] = []
+    unusable: list[tuple[int, Any]] = []
+    for position, entry in enumerate(entries):
+        try:
+            if not isinstance(entry, Mapping):
+                raise ValueError(f"not an object: {quoted(entry)}")
+            usable.append(LinkedPullRequest.from_dict(entry))  # pyright: ignore[reportUnknownArgumentType]
+        except ValueError as error:
+            problems.append(f"pullRequests[{position}] skipped: {error}")
+            unusable.append((position, entry))  # pyright: ignore[reportUnknownArgumentType]
+    return {"pull_requests": usable, "unusable_pull_requests": unusable}
+
+
+def _nesting_or(error: Exception) -> str:
+    return "nested too deep" if isinstance(error, RecursionError) else str(error)
+
+
+def upstream_spec_id(work_item: WorkItemRef) -> str:
+    """The directory name upstream (the-loopy-one 20.10.2) uses: ``issue-<n>``."""
+    return f"issue-{work_item.number}"
+
+
+def _spec_id_for(checkout: Path, work_item: WorkItemRef) -> str:
+    """Upstream's ``issue-<n>`` when it holds a file for ``work_item``, else the slug."""
+    upstream = checkout / SPECS_DIR / upstream_spec_id(work_item)
+    for name in (STATE_FILE, LEGACY_STATE_FILE):
+        if (upstream / name).is_file():
+            return upstream.name if _may_be_for(upstream / name, work_item) else work_item.slug
+    return work_item.slug
+
+
+def _may_be_for(path: Path, work_item: WorkItemRef) -> bool:
+    """False only when the file readably names another work item in ``workItem``."""
+    try:
+        named = fsio.read_json(path).get("workItem")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return True  # unreadable: adopt it, so load reports it instead of bypassing it
+    if not isinstance(named, str) or not named:
+        return True
+    try:
+        return WorkItemRef.parse(named) == work_item
+    except ValueError:
+        return False
 
 
 def graph_section_choices(graph_section: Mapping[str, Any] | None) -> FrozenChoices:
@@ -296,17 +378,27 @@ def resolve_frozen_choices(
 
 
 class WorkItemStateFile:
-    """The repository file of one work item in ``checkout``; ``<id>`` defaults to its slug.
+    """The repository file of one work item in ``checkout``.
 
-    Every change runs read → modify → write under ``.work-item-state.json.lock``
-    beside the file; writes are atomic and durable (``fsio.write_json``); an
-    ``OSError`` propagates. The legacy ``graph-state.json`` is never written.
+    Where: ``docs/specs/<spec_id>/`` when an id is given; otherwise upstream's
+    ``docs/specs/issue-<n>/`` when a file for this item is there (read and written
+    there), else ours, ``docs/specs/<slug>/`` (also where a new file goes). Every
+    change runs read → modify → write under ``.work-item-state.json.lock`` beside
+    the file; writes are atomic and durable; an ``OSError`` propagates. The legacy
+    ``graph-state.json`` is never written.
     """
 
-    def __init__(self, checkout: Path, work_item: WorkItemRef, *, spec_id: str | None = None):
-        chosen = work_item.slug if spec_id is None else spec_id
+    def __init__(
+        self,
+        checkout: Path,
+        work_item: WorkItemRef,
+        *,
+        spec_id: str | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ):
+        chosen = _spec_id_for(checkout, work_item) if spec_id is None else spec_id
         if not _SPEC_ID.match(chosen) or chosen in (".", ".."):
-            raise ValueError(f"invalid spec id {chosen!r}: must be one path component")
+            raise ValueError(f"invalid spec id {quoted(chosen)}: must be one path component")
         self.checkout = checkout
         self.work_item = work_item
         self.spec_id = chosen
@@ -314,6 +406,7 @@ class WorkItemStateFile:
         self.path = self.directory / STATE_FILE
         self.legacy_path = self.directory / LEGACY_STATE_FILE
         self.lock_path = self.directory / f".{STATE_FILE}.lock"
+        self._on_warning = on_warning
 
     def exists(self) -> bool:
         """True when the current or the legacy file is there (``load`` reads one of them)."""
@@ -322,21 +415,25 @@ class WorkItemStateFile:
     def load(self) -> WorkItemState:
         """The current file, else the legacy file, else a fresh state for the work item.
 
-        A file that is not JSON or holds the wrong shape raises :class:`TheLoopError`.
+        A file that is not JSON or holds the wrong shape raises :class:`TheLoopError`;
+        each unusable entry or choice in it is skipped and reported to ``on_warning``.
         """
         for path in (self.path, self.legacy_path):
             try:
                 data = fsio.read_json(path)
             except FileNotFoundError:
                 continue
-            except ValueError as error:
-                raise self._corrupt(path, f"it is not JSON ({error})") from error
+            except (ValueError, RecursionError) as error:
+                raise self._corrupt(path, f"it is not JSON ({_nesting_or(error)})") from error
             if not isinstance(data, dict):
                 raise self._corrupt(path, "it does not hold a JSON object")
             try:
-                return WorkItemState.from_dict(data, work_item=self.work_item.ref)  # pyright: ignore[reportUnknownArgumentType]
+                state = WorkItemState.from_dict(data, work_item=self.work_item.ref)  # pyright: ignore[reportUnknownArgumentType]
             except ValueError as error:
                 raise self._corrupt(path, str(error)) from error
+            for problem in state.problems:
+                self._warn(f"the work item state file {path}: {problem}")
+            return state
         return WorkItemState(work_item=self.work_item.ref)
 
     def save(self, state: WorkItemState) -> None:
@@ -400,6 +497,10 @@ class WorkItemStateFile:
     def frozen_choices(self) -> FrozenChoices | None:
         """``sessionPerPr``, ``model`` and ``effort`` from the file when any is set."""
         return self.load().choices()
+
+    def _warn(self, message: str) -> None:
+        if self._on_warning is not None:
+            self._on_warning(message)
 
     def _corrupt(self, path: Path, reason: str) -> TheLoopError:
         return TheLoopError(f"the work item state file {path} cannot be read: {reason}")

@@ -143,7 +143,7 @@ class Router:
             return ""
         try:
             choices: FrozenChoices | None = WorkItemStateFile(
-                Path(record.cwd), owner
+                Path(record.cwd), owner, on_warning=self._warn
             ).frozen_choices()
         except (TheLoopError, OSError, ValueError) as error:
             self._warn(f"{owner.ref}: ignoring the work item state file: {error}")

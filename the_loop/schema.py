@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from the_loop.errors import quoted
+
 Schema = Mapping[str, Any]
 SUPPORTED = frozenset(
     {
@@ -92,10 +94,10 @@ class Validator:
         schema = self._resolve(schema)
         expected = schema.get("type")
         if isinstance(expected, str) and not _has_type(value, expected):
-            yield SchemaViolation(path, f"{value!r} is not of type {expected!r}")
+            yield SchemaViolation(path, f"{quoted(value)} is not of type {expected!r}")
             return
         if "enum" in schema and value not in schema["enum"]:
-            yield SchemaViolation(path, f"{value!r} is not one of {list(schema['enum'])!r}")
+            yield SchemaViolation(path, f"{quoted(value)} is not one of {list(schema['enum'])!r}")
             return
         if isinstance(value, str):
             yield from _string_violations(value, schema, path)
@@ -110,7 +112,7 @@ class Validator:
         self, value: list[object], schema: Schema, path: tuple[str | int, ...]
     ) -> Iterator[SchemaViolation]:
         if len(value) < schema.get("minItems", 0):
-            yield SchemaViolation(path, f"{value!r} should be non-empty")
+            yield SchemaViolation(path, f"{quoted(value)} should be non-empty")
         items = schema.get("items")
         if isinstance(items, Mapping):
             for index, item in enumerate(value):
@@ -124,7 +126,8 @@ class Validator:
         names = schema.get("propertyNames")
         unexpected = [key for key in value if key not in properties and extra is False]
         if unexpected:
-            listed = ", ".join(repr(key) for key in unexpected)
+            listed = ", ".join(quoted(key) for key in unexpected[:3])
+            listed += ", ..." if len(unexpected) > 3 else ""
             verb = "was" if len(unexpected) == 1 else "were"
             yield SchemaViolation(
                 path, f"Additional properties are not allowed ({listed} {verb} unexpected)"
@@ -142,10 +145,14 @@ def _string_violations(
     value: str, schema: Schema, path: tuple[str | int, ...]
 ) -> Iterator[SchemaViolation]:
     if len(value) < schema.get("minLength", 0):
-        yield SchemaViolation(path, f"{value!r} should be non-empty")
+        yield SchemaViolation(path, f"{quoted(value)} should be non-empty")
     pattern = schema.get("pattern")
     if isinstance(pattern, str) and not re.search(pattern, value):
-        yield SchemaViolation(path, f"{value!r} does not match {pattern!r}")
+        described = schema.get("description")
+        problem = (
+            f"is not {described}" if isinstance(described, str) else f"does not match {pattern!r}"
+        )
+        yield SchemaViolation(path, f"{quoted(value)} {problem}")
 
 
 def _number_violations(
@@ -153,7 +160,9 @@ def _number_violations(
 ) -> Iterator[SchemaViolation]:
     minimum = schema.get("minimum")
     if minimum is not None and value < minimum:
-        yield SchemaViolation(path, f"{value!r} is less than the minimum of {minimum!r}")
+        yield SchemaViolation(path, f"{quoted(value)} is less than the minimum of {minimum!r}")
     bound = schema.get("exclusiveMinimum")
     if bound is not None and value <= bound:
-        yield SchemaViolation(path, f"{value!r} is less than or equal to the minimum of {bound!r}")
+        yield SchemaViolation(
+            path, f"{quoted(value)} is less than or equal to the minimum of {bound!r}"
+        )

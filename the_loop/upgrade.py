@@ -34,6 +34,7 @@ from the_loop.sessions.registry import SessionRegistry
 
 LEGACY_CONTROL = "legacy-control-record"
 LEGACY_POLL_STATE = "legacy-poll-state"
+OLDER_POLL_STATE = "older-poll-state"
 LEGACY_SESSION_RECORD = "legacy-session-record"
 LEGACY_TREE = "legacy-sessions-tree"
 PULL_REQUEST_RECORD = "pull-request-record"
@@ -49,6 +50,10 @@ RETIRED_KINDS: Mapping[str, tuple[str, str]] = MappingProxyType(
         ),
         LEGACY_POLL_STATE: (
             "<root>/sessions/poll-state.json: every item's poll ledger in one file",
+            "the poll section of each portable/<slug>.json",
+        ),
+        OLDER_POLL_STATE: (
+            "<root>/poll-state.json: every item's poll ledger, before it moved under sessions/",
             "the poll section of each portable/<slug>.json",
         ),
         LEGACY_SESSION_RECORD: (
@@ -208,16 +213,19 @@ def workspace_checkouts(
 def _legacy_tree(layout: StateLayout, store: WorkItemStore) -> list[RetiredLocation]:
     legacy = LegacyLayout(layout.root)
     tree = legacy.sessions_dir
+    newer_refs = _poll_refs(legacy.poll_state)
+    older = _legacy_poll_state(legacy.older_poll_state, OLDER_POLL_STATE, store, newer_refs)
     if not tree.is_dir() or _same_directory(tree, layout.local_dir, layout.portable_dir):
-        return []
-    found = [*_legacy_controls(legacy, store), *_legacy_poll_state(legacy, store)]
+        return older
+    found = [*_legacy_controls(legacy, store)]
+    found += _legacy_poll_state(legacy.poll_state, LEGACY_POLL_STATE, store, set())
     found += [
         RetiredLocation(LEGACY_SESSION_RECORD, str(path), False, "no longer read")
         for path in _record_files(tree)
     ]
     if not found:
         found.append(RetiredLocation(LEGACY_TREE, str(tree), False, "no longer read"))
-    return found
+    return found + older
 
 
 def _legacy_controls(legacy: LegacyLayout, store: WorkItemStore) -> list[RetiredLocation]:
@@ -235,22 +243,33 @@ def _legacy_controls(legacy: LegacyLayout, store: WorkItemStore) -> list[Retired
     return found
 
 
-def _legacy_poll_state(legacy: LegacyLayout, store: WorkItemStore) -> list[RetiredLocation]:
-    path = legacy.poll_state
+def _poll_refs(path: Path) -> list[WorkItemRef | None]:
+    """The refs a legacy poll-state file holds ledgers for (None: a key that is no ref)."""
     status, data, _ = read_object(path)
-    if status == "absent":
-        return []
-    items = cast(dict[str, Any], data).get("items") if isinstance(data, dict) else None
-    refs = (
+    items = (
+        cast(dict[str, Any], data).get("items")
+        if status == "ok" and isinstance(data, dict)
+        else None
+    )
+    return (
         [parse_ref(key) for key in cast(dict[str, Any], items)] if isinstance(items, dict) else []
     )
-    valid = [item for item in refs if item is not None]
-    still = [item.ref for item in valid if _falls_back(store, item, POLL)]
+
+
+def _legacy_poll_state(
+    path: Path, kind: str, store: WorkItemStore, shadowed: Iterable[WorkItemRef | None]
+) -> list[RetiredLocation]:
+    """One legacy poll-state file; an item ``shadowed`` by a newer file never reads it."""
+    if read_object(path)[0] == "absent":
+        return []
+    hidden = {item for item in shadowed if item is not None}
+    valid = [item for item in _poll_refs(path) if item is not None]
+    still = [item.ref for item in valid if item not in hidden and _falls_back(store, item, POLL)]
     if still:
         detail = f"read as a fallback for {len(still)} of {len(valid)} items: {', '.join(still)}"
     else:
         detail = f"no longer read: all {len(valid)} items have a poll section or are sealed"
-    return [RetiredLocation(LEGACY_POLL_STATE, str(path), bool(still), detail)]
+    return [RetiredLocation(kind, str(path), bool(still), detail)]
 
 
 def _falls_back(store: WorkItemStore, item: WorkItemRef, section: str) -> bool:

@@ -23,7 +23,7 @@ from the_loop.commands.render import (
 )
 from the_loop.commands.render import error as error_line
 from the_loop.config import Config, load_config
-from the_loop.errors import UsageError
+from the_loop.errors import UsageError, quoted
 from the_loop.layout import (
     FOLLOW_LINKS_KEY,
     StateLayout,
@@ -42,6 +42,24 @@ __all__ = [
 ]
 
 
+_CONTROL_CHARACTERS = frozenset(map(chr, [*range(0x20), 0x7F]))
+
+
+def path_argument(text: str) -> Path:
+    """An argparse ``type`` for a path flag: refuses a blank value or a control character.
+
+    The same rule as the config's path keys: ``""`` would silently mean the current
+    directory and ``"  "`` a directory named by spaces.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a path: it is blank")
+    if any(character in _CONTROL_CHARACTERS for character in text):
+        raise argparse.ArgumentTypeError(
+            f"{quoted(text)} is not a path: it holds a control character"
+        )
+    return Path(text)
+
+
 def state_dir_parent() -> argparse.ArgumentParser:
     """``--registry-dir`` / ``--portable-dir``: declared once, shared by every sessions action."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -49,13 +67,13 @@ def state_dir_parent() -> argparse.ArgumentParser:
     group.add_argument(
         "--registry-dir",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         help="session records directory (default: routing.registryDir, else <state.root>/local)",
     )
     group.add_argument(
         "--portable-dir",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         help="portable work-item records directory (default: <state.root>/portable)",
     )
     return parent

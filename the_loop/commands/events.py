@@ -20,6 +20,7 @@ from the_loop.commands.common import (
     format_parent,
     load_context,
     note,
+    path_argument,
     warn,
     work_item_type,
 )
@@ -49,7 +50,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--file",
         metavar="PATH",
-        type=Path,
+        type=path_argument,
         help="event log to read (default: eventLog.path, else <state.root>/logs/events.jsonl)",
     )
     _add_filters(parser)

@@ -13,7 +13,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from the_loop.commands.common import format_parent, load_context, state_dir_parent, warn
+from the_loop.commands.common import (
+    format_parent,
+    load_context,
+    path_argument,
+    state_dir_parent,
+    warn,
+)
 from the_loop.commands.render import Result, table_lines
 from the_loop.errors import EXIT_FAILED, EXIT_OK
 
@@ -46,7 +52,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     check.add_argument(
         "--checkout",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         action="append",
         default=[],
         help="a checkout to scan for graph-state.json (repeatable)",

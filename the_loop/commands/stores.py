@@ -62,4 +62,5 @@ def open_dispatcher(
         events=stores.events,
         portable=stores.store,
         adapters=adapters,
+        on_warning=warn,
     )

@@ -281,7 +281,7 @@ class Dispatcher:
     def frozen_choices(self, ref: WorkItemRef, checkout: Path) -> FrozenChoices:
         """Per field: the state file in ``checkout``, the retired ``graph`` section, config."""
         try:
-            from_file = WorkItemStateFile(checkout, ref).frozen_choices()
+            from_file = WorkItemStateFile(checkout, ref, on_warning=self._warn).frozen_choices()
         except STEP_ERRORS as error:
             self._warn(f"{ref.ref}: ignoring the work item state file: {error}")
             from_file = None

@@ -2,9 +2,9 @@
 
 Also what a read makes of an absent section (:func:`effective_section`: the legacy
 fallback), what one write reports (:class:`WriteResult`), and the legacy tree of
-older releases (``sessions/control/<slug>.json`` and ``sessions/poll-state.json``),
-which is never written. :mod:`the_loop.portable.store` builds the store on top; import the
-names from there.
+older releases (``sessions/control/<slug>.json``, ``sessions/poll-state.json`` and,
+older still, ``<root>/poll-state.json``), which is never written.
+:mod:`the_loop.portable.store` builds the store on top; import the names from there.
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def ledger_key(ledgers: Mapping[str, Any], pr: WorkItemRef) -> str | None:
 
 
 class LegacyTree:
-    """The read-only tree of older releases: control files and the shared poll-state file."""
+    """The read-only tree of older releases: control files and the shared poll-state files."""
 
     def __init__(self, layout: LegacyLayout | None) -> None:
         self.layout = layout
@@ -296,15 +296,23 @@ class LegacyTree:
         return None
 
     def _poll_items_now(self, layout: LegacyLayout) -> dict[str, Section]:
-        # The shared file holds every item: parse it once per change, not once per item.
-        try:
-            info = os.stat(layout.poll_state)
-        except OSError:
-            return {}
-        stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        if stamp != self._poll_stamp:
-            self._poll_items = _parse_poll_items(layout.poll_state)
-            self._poll_stamp = stamp
+        # The shared files hold every item: parse them once per change, not once per item.
+        # For an item in both, ``sessions/poll-state.json`` (the newer place) wins.
+        stamp: list[int] = []
+        for path in layout.poll_states:
+            try:
+                info = os.stat(path)
+            except OSError:
+                stamp += (0, 0, 0, 0)
+                continue
+            stamp += (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if tuple(stamp) != self._poll_stamp:
+            merged: dict[str, Section] = {}
+            for path in layout.poll_states:
+                for ref, ledger in _parse_poll_items(path).items():
+                    merged.setdefault(ref, ledger)
+            self._poll_items = merged
+            self._poll_stamp = tuple(stamp)
         return self._poll_items
 
 

@@ -15,6 +15,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, cast
 
+from the_loop.errors import quoted
 from the_loop.ref import WorkItemRef, as_ref
 
 VERSION = 2
@@ -169,7 +170,7 @@ def record_from_json(data: object) -> Session:
         return _from_v2(document)
     if document.get("version", 1) == 1:
         return _from_v2(migrate_v1(document))
-    raise ValueError(f"unknown record version {document.get('version')!r}")
+    raise ValueError(f"unknown record version {quoted(document.get('version'))}")
 
 
 def stored_ref(data: object) -> str | None:

@@ -15,12 +15,13 @@ import re
 import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
     format_parent,
     load_context,
     note,
+    path_argument,
     warn,
     work_item_parent,
     work_item_type,
@@ -28,9 +29,12 @@ from the_loop.commands.common import (
 from the_loop.commands.render import Result, table_lines
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
-from the_loop.errors import TheLoopError, UsageError
+from the_loop.errors import TheLoopError, UsageError, describe_error
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import CLOSED, STATUSES, Session
+
+if TYPE_CHECKING:
+    from the_loop.repository_file import WorkItemStateFile
 
 LIST_HEADERS = ["WORK ITEM", "HARNESS", "SESSION ID", "TMUX", "STATUS", "CONTROL", "LAST EVENT"]
 _NUMBER = re.compile(r"#?([0-9]+)\Z")
@@ -65,7 +69,10 @@ def _add_register(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="the harness's own session id (what `claude --resume ID` takes)",
     )
     parser.add_argument(
-        "--cwd", metavar="DIR", type=Path, help="where the session runs (default: the current one)"
+        "--cwd",
+        metavar="DIR",
+        type=path_argument,
+        help="where the session runs (default: the current one)",
     )
     parser.add_argument(
         "--force", action="store_true", help="replace a live session record of the work item"
@@ -180,7 +187,11 @@ def _warn_when_harness_missing(config: Any, harness: str) -> None:
 
 
 def run_link_pr(args: argparse.Namespace) -> Result:
-    """Link a pull request to the work item: registry, state file, portable record."""
+    """Link a pull request to the work item: registry, portable record, state file.
+
+    An unreadable state file fails before anything is written; a later failure
+    names the records already linked and the one that was not.
+    """
     owner: WorkItemRef = args.work_item
     given: WorkItemRef | int = args.pull_request
     pr = owner.with_number(given) if isinstance(given, int) else given
@@ -188,30 +199,59 @@ def run_link_pr(args: argparse.Namespace) -> Result:
         raise UsageError(f"{pr.ref} cannot be linked to itself")
     stores = open_stores(load_context(args))
     before = stores.registry.find_by_work_item(owner, include_closed=True)
-    record = stores.registry.link_pull_request(owner, pr) if before is not None else None
-    if before is None or record is None:
-        raise TheLoopError(
-            f"{owner.ref} has no session record on this machine; start or register one first"
-        )
-    from the_loop.portable.poll import PollState
-
-    PollState(stores.store, registry=stores.registry).own(pr, owner)
-    _link_in_state_file(record, pr)
+    if before is None:
+        raise _no_record(owner)
+    state_file = _state_file_of(before)
+    if state_file is not None:
+        state_file.load()  # unreadable: fails here, with nothing written
+    _link_everywhere(stores, owner, pr, state_file)
     outcome = "already linked" if before.owns(pr) else "linked"
     line = f"{owner.ref}: {outcome} pull request {pr.ref}"
     item = {"ref": owner.ref, "outcome": outcome, "pullRequest": pr.ref}
     return Result(items=(item,), text=lambda: (line,))
 
 
-def _link_in_state_file(record: Session, pr: WorkItemRef) -> None:
-    """Record ``pr`` in the checkout's work-item state file, when the checkout has one."""
+def _no_record(owner: WorkItemRef) -> TheLoopError:
+    return TheLoopError(
+        f"{owner.ref} has no session record on this machine; start or register one first"
+    )
+
+
+def _link_everywhere(
+    stores: Stores, owner: WorkItemRef, pr: WorkItemRef, state_file: WorkItemStateFile | None
+) -> None:
+    """Registry, then portable ledger, then state file; a failure names what was applied."""
+    from the_loop.portable.poll import PollState
+
+    applied: list[str] = []
+    step = "the session record"
+    try:
+        if stores.registry.link_pull_request(owner, pr) is None:
+            raise _no_record(owner)
+        applied.append(step)
+        step = "the portable record"
+        PollState(stores.store, registry=stores.registry).own(pr, owner)
+        applied.append(step)
+        if state_file is not None:
+            step = f"the work item state file {state_file.path}"
+            state_file.link_pr(pr)
+    except (TheLoopError, OSError, ValueError) as error:
+        if not applied:
+            raise
+        raise TheLoopError(
+            f"{owner.ref}: linked pull request {pr.ref} in {' and '.join(applied)} only; "
+            f"not in {step}: {describe_error(error)}"
+        ) from error
+
+
+def _state_file_of(record: Session) -> WorkItemStateFile | None:
+    """The work-item state file in the record's checkout, when the checkout has one."""
     if not record.cwd:
-        return
+        return None
     from the_loop.repository_file import WorkItemStateFile
 
-    state_file = WorkItemStateFile(Path(record.cwd), record.work_item)
-    if state_file.exists():
-        state_file.link_pr(pr)
+    state_file = WorkItemStateFile(Path(record.cwd), record.work_item, on_warning=warn)
+    return state_file if state_file.exists() else None
 
 
 # -- list --------------------------------------------------------------------

@@ -1,0 +1,91 @@
+"""YAML for the CLI config, bounded: nesting depth, alias expansion and construction.
+
+A config is a small hand-written document, so a document nested deeper than
+:data:`MAX_DEPTH`, one whose aliases expand past :data:`MAX_EXPANDED_NODES` values
+(a "billion laughs"), or one with a recursive alias is refused before anything
+expands it (decision 007). Every refusal is one :class:`YamlRefused`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+MAX_DEPTH = 64
+MAX_EXPANDED_NODES = 10_000
+
+
+class YamlRefused(ValueError):
+    """The text is not YAML the config accepts; the message says why."""
+
+
+class _DepthBoundedLoader(yaml.SafeLoader):
+    """The safe loader, refusing collections nested deeper than :data:`MAX_DEPTH`."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # pyright: ignore[reportIncompatibleMethodOverride]
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise YamlRefused(f"nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)  # pyright: ignore[reportUnknownMemberType]
+        finally:
+            self._depth -= 1
+
+
+def parse_yaml(text: str) -> Any:
+    """The document in ``text`` (None when empty), or :class:`YamlRefused`."""
+    loader = _DepthBoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_expansion(node)
+        return loader.construct_document(node)  # pyright: ignore[reportUnknownMemberType]
+    except yaml.YAMLError as error:
+        raise YamlRefused(f"not valid YAML: {error}") from error
+    except (ValueError, OverflowError, TypeError) as error:
+        if isinstance(error, YamlRefused):
+            raise
+        raise YamlRefused(f"a value YAML cannot construct: {error}") from error
+    finally:
+        loader.dispose()
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]  # pyright: ignore[reportUnknownVariableType]
+    return []
+
+
+def check_expansion(root: Node) -> None:
+    """Refuse a node graph whose aliases recurse or expand past the budget.
+
+    Walks each distinct node once (no recursion): a node's expanded size is one
+    plus its children's, so shared aliases are counted as often as they expand.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] > MAX_EXPANDED_NODES:
+                raise YamlRefused(
+                    f"aliases expand the document past {MAX_EXPANDED_NODES} values; "
+                    "write the values out instead"
+                )
+        elif key in open_nodes:
+            raise YamlRefused("a recursive alias (a value that contains itself)")
+        elif key not in sizes:
+            open_nodes.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node))
