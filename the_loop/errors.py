@@ -72,3 +72,11 @@ def describe_unexpected(error: BaseException) -> str:
     """The sentence for an exception no code path expects (a bug): its type, then its message."""
     detail = f": {error}" if str(error) else ""
     return f"unexpected {type(error).__name__} (a bug; please report it){detail}"
+
+
+class RemovalIncomplete(TheLoopError):
+    """A removal of several things that failed part-way: ``removed`` names what went."""
+
+    def __init__(self, message: str, *, removed: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.removed = removed
