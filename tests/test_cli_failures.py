@@ -15,6 +15,7 @@ from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
 from tests.helpers.unwritable import writes_refused
 from tests.test_sessions_integration import ITEM, Loop, register_argv
 from the_loop.cleanup import cleanup_work_item
+from the_loop.cli import main
 from the_loop.commands.sessions.lifecycle import cleanup_lines
 from the_loop.errors import RemovalIncomplete
 from the_loop.eventlog import EventLog
@@ -155,3 +156,26 @@ def test_a_dry_run_that_could_not_look_everywhere_does_not_say_there_is_nothing(
     assert cleanup_lines(outcome) == [
         f"{ITEM}: dry run incomplete: 1 step failed (nothing was changed)"
     ]
+
+
+# -- state check ----------------------------------------------------------------------------
+
+
+def test_a_state_check_that_could_not_read_a_checkout_does_not_say_nothing_is_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    config = tmp_path / "cli-config.yaml"
+    config.write_text(f"state:\n  root: {tmp_path / 'state'}\n", encoding="utf-8")
+    checkout = tmp_path / "checkout"
+    (checkout / "docs").mkdir(parents=True)
+    (checkout / "docs" / "specs").symlink_to("specs")  # a loop: it cannot be listed
+    argv = ["--config", str(config), "state", "check", "--no-discover", "--checkout", str(checkout)]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert "nothing retired is left" not in out
+    assert out == "no retired location found, but 1 of the places to look could not be read\n"
+    assert err.startswith(f"error: could not look in {checkout / 'docs' / 'specs'}: ")
+    assert main([*argv, "--format", "json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert (document["ok"], document["summary"]["clean"]) == (False, False)
+    assert len(document["summary"]["unscanned"]) == 1
