@@ -54,7 +54,7 @@ def test_a_machine_with_nothing_retired_exits_0_and_says_so(
     assert capsys.readouterr().out == "nothing retired is left on this machine\n"
     code, document = machine.json(capsys, "check")
     assert (code, document["ok"], document["items"]) == (0, True, [])
-    assert document["summary"] == {"clean": True, "checkouts": []}
+    assert document["summary"] == {"clean": True, "checkouts": [], "unscanned": []}
 
 
 def test_every_retired_location_is_listed_with_its_replacement_and_nothing_is_deleted(

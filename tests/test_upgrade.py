@@ -68,7 +68,7 @@ def test_a_machine_with_only_current_state_is_clean(machine: Machine, tmp_path: 
     machine.store.write_pull_request_ledger(ITEM, PR, {"seenComments": []})
     report = machine.report()
     assert report.clean
-    assert report.to_dict() == {"clean": True, "retired": [], "checkouts": []}
+    assert report.to_dict() == {"clean": True, "retired": [], "checkouts": [], "unscanned": []}
 
 
 def test_a_legacy_control_record_is_read_until_its_section_is_written(machine: Machine) -> None:

@@ -8,11 +8,11 @@ it), ``cleanup`` is recorded in control, and every other portable section is kep
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from the_loop.errors import TheLoopError
+from the_loop.errors import RemovalIncomplete, TheLoopError, describe_error
 from the_loop.eventlog import or_no_events
 from the_loop.portable.control import CLEANUP, SOURCES
 from the_loop.ref import WorkItemRef
@@ -105,7 +105,7 @@ def cleanup_work_item(
         return _planned(ref, registry, names, control, find_checkouts)
     errors: list[str] = []
     killed = _end_sessions(names, end_session, errors)
-    removed = _attempt(errors, "checkout", lambda: remove_checkout(ref) if remove_checkout else [])
+    removed = _remove_checkouts(ref, remove_checkout, errors)
     record_removed = _attempt(errors, "session record", lambda: _drop_record(registry, ref))
     recorded = control is not None and _attempt(
         errors, "control", lambda: bool(control.record(ref, CLEANUP, source, actor))
@@ -118,12 +118,14 @@ def cleanup_work_item(
         control_recorded=bool(recorded),
         errors=tuple(errors),
     )
-    _emit_cleaned(or_no_events(events), outcome, actor=actor, source=source)
-    return outcome
+    return _emit_cleaned(or_no_events(events), outcome, actor=actor, source=source)
 
 
-def _emit_cleaned(events: EventLog, outcome: CleanupOutcome, *, actor: str, source: str) -> None:
-    events.emit(
+def _emit_cleaned(
+    events: EventLog, outcome: CleanupOutcome, *, actor: str, source: str
+) -> CleanupOutcome:
+    """Append ``session.cleaned``; the outcome, with an error when the log refused it."""
+    appended = events.emit(
         "session.cleaned",
         level="error" if outcome.errors else "info",
         work_item=outcome.ref,
@@ -136,6 +138,10 @@ def _emit_cleaned(events: EventLog, outcome: CleanupOutcome, *, actor: str, sour
         control_recorded=outcome.control_recorded,
         errors=list(outcome.errors),
     )
+    if appended:
+        return outcome
+    problem = f"event log: could not append the session.cleaned event to {events.path}"
+    return replace(outcome, errors=(*outcome.errors, problem))
 
 
 def _planned(
@@ -167,6 +173,19 @@ def _end_sessions(names: list[str], end_session: EndSession | None, errors: list
     return [name for name, gone in zip(names, ended, strict=True) if gone]
 
 
+def _remove_checkouts(
+    ref: WorkItemRef, remove_checkout: RemoveCheckout | None, errors: list[str]
+) -> list[str]:
+    """The checkouts removed, those removed before a failure included."""
+    if remove_checkout is None:
+        return []
+    try:
+        return _attempt(errors, "checkout", partial(remove_checkout, ref)) or []
+    except RemovalIncomplete as error:
+        errors.append(f"checkout: {error}")
+        return list(error.removed)
+
+
 def _drop_record(registry: SessionRegistry, ref: WorkItemRef) -> bool:
     """Close first, so a record that cannot be deleted at least no longer counts as live."""
     registry.close(ref, reason="cleanup")
@@ -174,9 +193,12 @@ def _drop_record(registry: SessionRegistry, ref: WorkItemRef) -> bool:
 
 
 def _attempt(errors: list[str], what: str, step: Callable[[], _T]) -> _T | None:
-    """``step()``; an ``OSError``/``TheLoopError`` is appended to ``errors`` as ``what: …``."""
+    """``step()``; an ``OSError``/``TheLoopError`` is appended to ``errors`` as ``what: …``
+    (a :class:`RemovalIncomplete` is raised for the caller to keep what it removed)."""
     try:
         return step()
+    except RemovalIncomplete:
+        raise
     except (OSError, TheLoopError) as error:
-        errors.append(f"{what}: {error}")
+        errors.append(f"{what}: {describe_error(error)}")
         return None

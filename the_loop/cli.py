@@ -45,7 +45,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     Config-derived defaults are resolved after parsing, never here.
     """
-    parser = argparse.ArgumentParser(
+    from the_loop.commands.parser import CliParser
+
+    parser = CliParser(
         prog=PROG,
         allow_abbrev=False,  # chosen_command must see --config exactly as argparse does
         description="Turn GitHub issues and pull requests into coding-agent sessions in tmux, "

@@ -89,3 +89,11 @@ def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
         return repr(value[:limit]) + ELLIPSIS
     text = _SHORT.repr(value)
     return text if len(text) <= limit else text[:limit] + ELLIPSIS
+
+
+class RemovalIncomplete(TheLoopError):
+    """A removal of several things that failed part-way: ``removed`` names what went."""
+
+    def __init__(self, message: str, *, removed: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.removed = removed

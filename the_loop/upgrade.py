@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
-from the_loop.errors import TheLoopError, or_ignore_warnings
+from the_loop.errors import TheLoopError, describe_error, or_ignore_warnings
 from the_loop.fsio import is_temp_name, read_object
 from the_loop.layout import LegacyLayout, StateLayout
 from the_loop.portable.format import parse_ref
@@ -119,11 +119,13 @@ class UpgradeReport:
 
     locations: tuple[RetiredLocation, ...] = ()
     checkouts: tuple[str, ...] = ()
+    #: Directories the scan needed and could not read: while any, it is not clean.
+    unscanned: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
-        """Nothing retired is left."""
-        return not self.locations
+        """Nothing retired is left, as far as every place could be looked at."""
+        return not self.locations and not self.unscanned
 
     @property
     def still_read(self) -> tuple[RetiredLocation, ...]:
@@ -134,6 +136,7 @@ class UpgradeReport:
             "clean": self.clean,
             "retired": [location.to_dict() for location in self.locations],
             "checkouts": list(self.checkouts),
+            "unscanned": list(self.unscanned),
         }
 
 
@@ -146,15 +149,16 @@ def find_retired(
 ) -> UpgradeReport:
     """Every retired location under ``layout``'s root, in its portable records and in
     ``checkouts``; reads only."""
+    unscanned: list[str] = []
     found = [
-        *_legacy_tree(layout, store),
+        *_legacy_tree(layout, store, unscanned),
         *_pull_request_records(registry, store),
         *_graph_sections(registry, store),
     ]
     scanned = _unique_directories(checkouts)
     for checkout in scanned:
-        found.extend(_graph_state_files(checkout))
-    return UpgradeReport(tuple(found), tuple(str(path) for path in scanned))
+        found.extend(_graph_state_files(checkout, unscanned))
+    return UpgradeReport(tuple(found), tuple(str(path) for path in scanned), tuple(unscanned))
 
 
 def default_checkouts(
@@ -210,27 +214,31 @@ def workspace_checkouts(
 # -- the legacy sessions/ tree ---------------------------------------------------
 
 
-def _legacy_tree(layout: StateLayout, store: WorkItemStore) -> list[RetiredLocation]:
+def _legacy_tree(
+    layout: StateLayout, store: WorkItemStore, unscanned: list[str]
+) -> list[RetiredLocation]:
     legacy = LegacyLayout(layout.root)
     tree = legacy.sessions_dir
     newer_refs = _poll_refs(legacy.poll_state)
     older = _legacy_poll_state(legacy.older_poll_state, OLDER_POLL_STATE, store, newer_refs)
     if not tree.is_dir() or _same_directory(tree, layout.local_dir, layout.portable_dir):
         return older
-    found = [*_legacy_controls(legacy, store)]
+    found = [*_legacy_controls(legacy, store, unscanned)]
     found += _legacy_poll_state(legacy.poll_state, LEGACY_POLL_STATE, store, set())
     found += [
         RetiredLocation(LEGACY_SESSION_RECORD, str(path), False, "no longer read")
-        for path in _record_files(tree)
+        for path in _record_files(tree, unscanned)
     ]
     if not found:
         found.append(RetiredLocation(LEGACY_TREE, str(tree), False, "no longer read"))
     return found + older
 
 
-def _legacy_controls(legacy: LegacyLayout, store: WorkItemStore) -> list[RetiredLocation]:
+def _legacy_controls(
+    legacy: LegacyLayout, store: WorkItemStore, unscanned: list[str]
+) -> list[RetiredLocation]:
     found: list[RetiredLocation] = []
-    for path in _record_files(legacy.control_dir):
+    for path in _record_files(legacy.control_dir, unscanned):
         status, data, _ = read_object(path)
         document = cast(dict[str, Any], data) if isinstance(data, dict) else {}
         item = parse_ref(document.get("ref", document.get("workItem")))
@@ -341,9 +349,10 @@ def _repository_choices(registry: SessionRegistry, item: WorkItemRef) -> FrozenC
 # -- checkouts -------------------------------------------------------------------
 
 
-def _graph_state_files(checkout: Path) -> list[RetiredLocation]:
+def _graph_state_files(checkout: Path, unscanned: list[str]) -> list[RetiredLocation]:
     found: list[RetiredLocation] = []
-    for spec in _subdirectories(checkout / SPECS_DIR, top=False, limit=MAX_SPEC_DIRECTORIES):
+    specs = checkout / SPECS_DIR
+    for spec in _subdirectories(specs, top=False, limit=MAX_SPEC_DIRECTORIES, unscanned=unscanned):
         legacy = spec / LEGACY_STATE_FILE
         status, data, problem = read_object(legacy)
         if status == "absent":
@@ -364,11 +373,16 @@ def _graph_state_files(checkout: Path) -> list[RetiredLocation]:
     return found
 
 
-def _subdirectories(directory: Path, *, top: bool, limit: int | None = None) -> list[Path]:
-    """Real (not symlinked) subdirectories, sorted; hidden ones only where checkouts live."""
+def _subdirectories(
+    directory: Path, *, top: bool, limit: int | None = None, unscanned: list[str] | None = None
+) -> list[Path]:
+    """Real (not symlinked) subdirectories, sorted; hidden ones only where checkouts live.
+
+    A directory that is there but cannot be listed is added to ``unscanned`` when given."""
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-    except OSError:
+    except OSError as error:
+        _note_unscanned(directory, error, unscanned)
         return []
     found: list[Path] = []
     for entry in entries:
@@ -385,16 +399,23 @@ def _subdirectories(directory: Path, *, top: bool, limit: int | None = None) -> 
     return found
 
 
-def _record_files(directory: Path) -> list[Path]:
+def _record_files(directory: Path, unscanned: list[str]) -> list[Path]:
     try:
         names = sorted(os.listdir(directory))
-    except OSError:
+    except OSError as error:
+        _note_unscanned(directory, error, unscanned)
         return []
     return [
         directory / name
         for name in names
         if is_record_file_name(name) and not is_temp_name(name) and (directory / name).is_file()
     ]
+
+
+def _note_unscanned(directory: Path, error: OSError, unscanned: list[str] | None) -> None:
+    """Add ``directory`` to ``unscanned`` unless ``error`` says it is simply not there."""
+    if unscanned is not None and not isinstance(error, FileNotFoundError | NotADirectoryError):
+        unscanned.append(f"{directory}: {describe_error(error)}")
 
 
 def _unique_directories(paths: Iterable[Path]) -> list[Path]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from the_loop.commands.parser import parent_parser
 from the_loop.commands.render import (
     FORMAT_JSON,
     FORMAT_JSONL,
@@ -62,7 +63,7 @@ def path_argument(text: str) -> Path:
 
 def state_dir_parent() -> argparse.ArgumentParser:
     """``--registry-dir`` / ``--portable-dir``: declared once, shared by every sessions action."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = parent_parser()
     group = parent.add_argument_group("state directories")
     group.add_argument(
         "--registry-dir",
@@ -89,7 +90,7 @@ def format_parent(*, table: bool = False, jsonl: bool = False) -> argparse.Argum
     help_text = "output format: text (default), json (one document: docs/cli/json.md)"
     help_text += ", table (same as text)" if table else ""
     help_text += ", jsonl (one item per line)" if jsonl else ""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = parent_parser()
     parent.add_argument("--format", choices=choices, default=FORMAT_TEXT, help=help_text)
     return parent
 
@@ -152,7 +153,7 @@ def work_item_parent(
     help_text: str = "the work item, e.g. github:octo/repo#15",
 ) -> argparse.ArgumentParser:
     """``--work-item REF`` (required, parsed by :func:`work_item_type`): one work item."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = parent_parser()
     parent.add_argument(
         "--work-item", metavar="REF", type=work_item_type, required=True, help=help_text
     )

@@ -110,6 +110,7 @@ def run_check(args: argparse.Namespace) -> Result:
         items=document.pop("retired"),
         text=lambda: _report_lines(report),
         summary=document,
+        errors=tuple(f"could not look in {place}" for place in report.unscanned),
         exit_code=EXIT_OK if report.clean else EXIT_FAILED,
     )
 
@@ -119,6 +120,9 @@ def _report_lines(report: UpgradeReport) -> list[str]:
 
     if report.clean:
         return ["nothing retired is left on this machine"]
+    if not report.locations:
+        count = len(report.unscanned)
+        return [f"no retired location found, but {count} of the places to look could not be read"]
     rows = [
         [item.kind, "yes" if item.read else "no", item.ref or "-", item.path, item.detail]
         for item in report.locations

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from the_loop.errors import CloseIncomplete, TheLoopError
+from the_loop.errors import CloseIncomplete, RemovalIncomplete, TheLoopError
 from the_loop.eventlog import NO_EVENTS, EventLog
 
 if TYPE_CHECKING:
@@ -84,13 +84,12 @@ class Teardown:
 
     def remove_checkouts_of(self, ref: WorkItemRef) -> list[str]:
         """Remove every checkout of ``ref`` (cleanup); every one is tried before a
-        :class:`TheLoopError` reports the failures (and what was removed)."""
+        :class:`RemovalIncomplete` reports the failures and carries what was removed."""
         errors: list[str] = []
         record = self.registry.find_by_work_item(ref, include_closed=True)
         removed = self._remove_checkouts(ref, record, errors)
         if errors:
-            done = f" (removed {', '.join(removed)})" if removed else ""
-            raise TheLoopError("; ".join(errors) + done)
+            raise RemovalIncomplete("; ".join(errors), removed=tuple(removed))
         return removed
 
     def existing_checkouts_of(self, ref: WorkItemRef) -> list[str]:

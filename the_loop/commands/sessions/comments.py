@@ -11,16 +11,17 @@ import argparse
 import os
 
 from the_loop.commands.common import Context, note
+from the_loop.commands.parser import ONCE_BOOLEAN, parent_parser
 from the_loop.commands.stores import Stores
 from the_loop.ref import WorkItemRef
 
 
 def comment_parent() -> argparse.ArgumentParser:
     """``--comment`` / ``--no-comment`` (None when neither: the default is resolved later)."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = parent_parser()
     parent.add_argument(
         "--comment",
-        action=argparse.BooleanOptionalAction,
+        action=ONCE_BOOLEAN,
         default=None,
         help="post the keyword on the ticket too (default: on when $GITHUB_TOKEN or "
         "$GH_TOKEN is set, unless integrations.github.comment is false)",

@@ -278,14 +278,14 @@ def run_cleanup(args: argparse.Namespace) -> Result:
             outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
     return Result(
         items=(outcome.to_dict(),),
-        text=lambda: _cleanup_lines(outcome),
+        text=lambda: cleanup_lines(outcome),
         summary={"dryRun": outcome.dry_run},
         errors=tuple(f"{outcome.ref}: {problem}" for problem in outcome.errors),
         exit_code=EXIT_FAILED if outcome.errors else EXIT_OK,
     )
 
 
-def _cleanup_lines(outcome: CleanupOutcome) -> list[str]:
+def cleanup_lines(outcome: CleanupOutcome) -> list[str]:
     """The text report of a cleanup (its errors are the result's, printed after)."""
     ref, dry = outcome.ref, outcome.dry_run
     end, remove = ("would end", "would remove") if dry else ("ended", "removed")
@@ -297,13 +297,20 @@ def _cleanup_lines(outcome: CleanupOutcome) -> list[str]:
     ]
     if outcome.record_removed:
         lines.append(f"{ref}: {remove} the session record")
-    if not (outcome.tmux_killed or outcome.checkouts_removed or outcome.record_removed):
-        lines.append(f"{ref}: nothing local to release")
-    elif dry:
-        lines.append(f"{ref}: would clean up (dry run — nothing was changed)")
-    else:
-        lines.append(f"{ref}: cleaned up")
-    return lines
+    return [*lines, f"{ref}: {_cleanup_verdict(outcome, released=bool(lines))}"]
+
+
+def _cleanup_verdict(outcome: CleanupOutcome, *, released: bool) -> str:
+    """The last line: never "nothing to release" or "cleaned up" when a step failed."""
+    failed = len(outcome.errors)
+    steps = f"{failed} step failed" if failed == 1 else f"{failed} steps failed"
+    if failed and outcome.dry_run:
+        return f"dry run incomplete: {steps} (nothing was changed)"
+    if failed:
+        return f"partly cleaned up: {steps}" if released else f"not cleaned up: {steps}"
+    if not released:
+        return "nothing local to release"
+    return "would clean up (dry run — nothing was changed)" if outcome.dry_run else "cleaned up"
 
 
 _KEYWORD_ACTIONS = (
