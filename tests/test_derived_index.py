@@ -53,7 +53,10 @@ def test_pause_with_an_unwritable_index_records_the_command_warns_once_and_exits
 ) -> None:
     config = tmp_path / "cli-config.yaml"
     config.write_text(f"state:\n  root: {layout.root}\n")
-    layout.portable_index.mkdir(parents=True)
+    # The machine holds the item (a poll ledger), so a pause records the command.
+    WorkItemStore(layout.portable_dir, legacy_layout(layout)).write_section(ITEM, POLL, LEDGER)
+    layout.portable_index.unlink()
+    layout.portable_index.mkdir()
     assert main(["--config", str(config), "sessions", "pause", "--work-item", ITEM.ref]) == 0
     captured = capsys.readouterr()
     assert f"{ITEM.ref}: recorded pause" in captured.out

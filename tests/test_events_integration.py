@@ -159,7 +159,7 @@ def test_a_relative_since_keeps_only_recent_events(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--work-item", "octo/repo#15"], "invalid work item"),
+        (["--work-item", "gh:octo/repo#15"], "invalid work item"),
         (["--since", "yesterday"], "invalid --since 'yesterday'"),
         (["--limit", "0"], "expected a positive integer"),
         (["--limit", "many"], "expected a positive integer"),

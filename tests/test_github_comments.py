@@ -17,6 +17,7 @@ from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
 from tests.helpers.world import World
 from the_loop.github import GitHubError, api_url_for, post_issue_comment
 from the_loop.ref import WorkItemRef
+from the_loop.sessions.session import Session
 
 ITEM = "github:octo/app#15"
 TOKEN = "ghp_secret-token-value"
@@ -101,6 +102,13 @@ def write_config(
     return World(tmp_path, document, usage_exit_returns=True)
 
 
+def held(world: World) -> World:
+    """``world`` after recording a hand-started session of ITEM: the machine holds it."""
+    session = Session(WorkItemRef.parse(ITEM), "command", "s1", cwd=str(world.home))
+    world.registry.register(session)
+    return world
+
+
 def run(world: World, *argv: str) -> int:
     return world.run("sessions", *argv)
 
@@ -125,7 +133,7 @@ def test_the_keyword_is_posted_with_the_token_and_the_api_headers(
     verb: str,
 ):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    config = write_config(tmp_path, github.url)
+    config = held(write_config(tmp_path, github.url))
     assert run(config, verb, "--work-item", ITEM) == 0
     [request] = github.requests
     assert (request.method, request.path) == ("POST", "/repos/octo/app/issues/15/comments")
@@ -134,7 +142,9 @@ def test_the_keyword_is_posted_with_the_token_and_the_api_headers(
     assert request.headers["accept"] == "application/vnd.github+json"
     assert request.headers["x-github-api-version"] == "2022-11-28"
     assert request.headers["user-agent"].startswith("the-loop/")
-    assert "note:" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "note:" not in captured.err
+    assert captured.out.splitlines()[-1] == f"{ITEM}: posted '{verb}' on https://github.example/c/1"
     assert [
         (event["work_item"], event["command"]) for event in events(tmp_path, "comment.posted")
     ] == [(ITEM, verb)]
@@ -171,13 +181,13 @@ def test_a_failing_server_costs_one_note_and_never_the_local_action(
 ):
     github.status = 500
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    config = write_config(tmp_path, github.url)
+    config = held(write_config(tmp_path, github.url))
     assert run(config, "pause", "--work-item", ITEM) == 0
     captured = capsys.readouterr()
     notes = [line for line in captured.err.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and captured.err.splitlines() == notes
     assert "500" in notes[0] and "Something went wrong" in notes[0] and TOKEN not in notes[0]
-    assert captured.out == f"{ITEM}: recorded pause; no live session on this machine\n"
+    assert captured.out == (f"{ITEM}: paused the command session; events are held until resume\n")
     assert control_command(tmp_path) == "pause"
     [failed] = events(tmp_path, "comment.failed")
     assert (failed["work_item"], failed["command"], failed["level"]) == (ITEM, "pause", "warning")
@@ -188,7 +198,7 @@ def test_an_unreachable_api_is_one_note_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    config = write_config(tmp_path, "http://127.0.0.1:9")  # the discard port: refused
+    config = held(write_config(tmp_path, "http://127.0.0.1:9"))  # the discard port: refused
     assert run(config, "stop", "--work-item", ITEM) == 0
     err = capsys.readouterr().err
     assert err.count("note:") == 1 and "could not reach 127.0.0.1:9" in err
@@ -198,7 +208,7 @@ def test_an_unreachable_api_is_one_note_too(
 def test_comment_without_a_token_is_skipped_with_a_note(
     github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    config = write_config(tmp_path, github.url)
+    config = held(write_config(tmp_path, github.url))
     assert run(config, "pause", "--work-item", ITEM, "--comment") == 0
     assert github.requests == []
     assert capsys.readouterr().err == (
@@ -210,7 +220,7 @@ def test_comment_without_a_token_is_skipped_with_a_note(
 def test_without_a_token_the_default_is_silent(
     github: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
-    config = write_config(tmp_path, github.url)
+    config = held(write_config(tmp_path, github.url))
     assert run(config, "pause", "--work-item", ITEM) == 0
     assert github.requests == [] and capsys.readouterr().err == ""
 
@@ -222,7 +232,7 @@ def test_no_comment_posts_nothing_even_with_a_token(
     capsys: pytest.CaptureFixture[str],
 ):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    config = write_config(tmp_path, github.url)
+    config = held(write_config(tmp_path, github.url))
     assert run(config, "resume", "--work-item", ITEM, "--no-comment") == 0
     assert github.requests == [] and capsys.readouterr().err == ""
     assert events(tmp_path, "comment.posted") == events(tmp_path, "comment.failed") == []
@@ -232,14 +242,14 @@ def test_the_config_can_turn_the_default_off_and_the_flag_back_on(
     github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    config = write_config(tmp_path, github.url, comment=False)
+    config = held(write_config(tmp_path, github.url, comment=False))
     assert run(config, "pause", "--work-item", ITEM) == 0
     assert github.requests == []
     assert run(config, "pause", "--work-item", ITEM, "--comment") == 0
     assert [request.body for request in github.requests] == [{"body": "pause"}]
 
 
-def test_only_github_refs_get_comments(
+def test_a_ref_of_another_provider_is_refused_and_nothing_is_posted(
     github: FakeGitHub,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -247,10 +257,8 @@ def test_only_github_refs_get_comments(
 ):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     config = write_config(tmp_path, github.url)
-    assert run(config, "pause", "--work-item", "gitlab:octo/app#15") == 0
-    assert capsys.readouterr().err == ""
-    assert run(config, "pause", "--work-item", "gitlab:octo/app#15", "--comment") == 0
-    assert "not a GitHub work item" in capsys.readouterr().err
+    assert run(config, "pause", "--work-item", "gitlab:octo/app#15", "--comment") == 2
+    assert "unknown provider 'gitlab'" in capsys.readouterr().err
     assert github.requests == []
 
 

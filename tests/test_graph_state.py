@@ -277,7 +277,7 @@ def test_a_good_repository_is_accepted_unchanged(repository: str) -> None:
         ({"ref": PR.ref, "number": 0}, "number"),
         ({"ref": PR.ref, "number": "7"}, "number"),
         ({"ref": PR.ref, "url": 7}, "url"),
-        ({"ref": "octo/lib#7"}, "invalid work item"),
+        ({"ref": "gh:octo/lib#7"}, "invalid work item"),
         ({}, "invalid work item"),
     ],
 )

@@ -36,9 +36,42 @@ def test_an_enterprise_host_is_kept() -> None:
 
 
 def test_a_host_with_a_port_collapses_into_a_safe_slug() -> None:
-    ref = WorkItemRef.parse("gitlab:git.example:8443/octo/repo#2")
-    assert ref.url == ""
-    assert ref.slug == "gitlab-git.example-8443-octo-repo-2"
+    ref = WorkItemRef.parse("github:git.example:8443/octo/repo#2")
+    assert ref.url == "https://git.example:8443/octo/repo/issues/2"
+    assert ref.slug == "github-git.example-8443-octo-repo-2"
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("octo/app#15", "github:octo/app#15"),
+        ("github.com/octo/app#15", "github:octo/app#15"),
+        ("https://github.com/octo/app/issues/15", "github:octo/app#15"),
+        ("https://github.com/octo/app/pull/15", "github:octo/app#15"),
+        ("https://github.com/octo/app/issues/15/", "github:octo/app#15"),
+        ("ghe.corp/octo/app#15", "github:ghe.corp/octo/app#15"),
+        ("https://ghe.corp/octo/app/issues/15", "github:ghe.corp/octo/app#15"),
+        ("https://GHE.corp/octo/app/pull/15", "github:ghe.corp/octo/app#15"),
+    ],
+)
+def test_the_shorthand_and_web_urls_mean_the_same_item_as_the_canonical_ref(
+    text: str, canonical: str
+) -> None:
+    ref = WorkItemRef.parse(text)
+    assert ref == WorkItemRef.parse(canonical)
+    assert ref.ref == canonical
+
+
+@pytest.mark.parametrize(
+    "text", ["gh:octo/app#15", "gitlab:octo/app#15", "jira:octo/app#15", "localhost:80/o/r#1"]
+)
+def test_an_unknown_provider_is_refused_with_the_accepted_forms(text: str) -> None:
+    with pytest.raises(ValueError, match="unknown provider") as refused:
+        WorkItemRef.parse(text)
+    message = str(refused.value)
+    assert "'github:[<host>/]<owner>/<repo>#<number>'" in message
+    assert "'[<host>/]<owner>/<repo>#<number>'" in message
+    assert "https://<host>/<owner>/<repo>/issues/<number>" in message
 
 
 @pytest.mark.parametrize(
@@ -61,7 +94,12 @@ def test_a_host_with_a_port_collapses_into_a_safe_slug() -> None:
         "github:-octo/repo#1",
         "-github:octo/repo#1",
         "GitHub:octo/repo#1",
-        "octo/repo#1",
+        "octo#1",
+        "https://github.com/octo/repo/commits/1",
+        "https://github.com/octo/repo/issues/1/x",
+        "http://github.com/octo/repo/issues/1",
+        "https://github.com/octo/repo/issues/0",
+        "https://github.com/../repo/issues/1",
         "github:a/b/c/d#1",
         "github:octo/re$po#1",
         "github:bad_host!/octo/repo#1",

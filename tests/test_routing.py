@@ -245,7 +245,6 @@ def test_routing_writes_nothing(
         ("github:octo/app#1", "github:github.com/octo/app#2", True),
         ("github:octo/app#1", "github:ghe.corp.example/octo/app#2", False),
         ("github:octo/app#1", "github:octo/lib#2", False),
-        ("github:octo/app#1", "gitlab:octo/app#2", False),
     ],
 )
 def test_same_repository_compares_provider_host_and_names(one: str, other: str, same: bool) -> None:

@@ -5,14 +5,16 @@ and real git (a local bare repository as the remote)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers.gitrepo import make_remote
-from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
+from tests.helpers.tmuxsock import kill_server, tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
 from the_loop.cli import build_parser
 from the_loop.commands.sessions.records import LIST_HEADERS, run_attach
@@ -199,7 +201,7 @@ def test_register_refuses_a_cwd_that_is_not_a_directory_and_touches_nothing(loop
         ["cleanup"],
     ],
 )
-@pytest.mark.parametrize("bad_ref", ["github:/octo/app#15", "octo/app#15", "github:octo/app#0"])
+@pytest.mark.parametrize("bad_ref", ["github:/octo/app#15", "gh:octo/app#15", "github:octo/app#0"])
 def test_a_bad_work_item_ref_exits_2_and_touches_nothing(loop: Loop, argv: list[str], bad_ref: str):
     code, out, err = loop.output("sessions", argv[0], "--work-item", bad_ref, *argv[1:])
     assert code == 2
@@ -240,7 +242,7 @@ def test_link_pr_refuses_a_self_link_with_exit_2(loop: Loop, pull_request: str):
     assert loop.listing()[0]["pullRequests"] == []
 
 
-@pytest.mark.parametrize("pull_request", ["0", "#", "-3", "octo/app#16", "github:octo/app#x"])
+@pytest.mark.parametrize("pull_request", ["0", "#", "-3", "gh:octo/app#16", "github:octo/app#x"])
 def test_link_pr_refuses_a_bad_pull_request_with_exit_2(loop: Loop, pull_request: str):
     _register(loop)
     code, _, _ = loop.output(
@@ -310,6 +312,42 @@ def test_list_filters_by_status_and_shows_the_last_control_command(loop: Loop):
     assert header.split() == " ".join(LIST_HEADERS).split()
     assert first.split()[:6] == [ITEM, "command", "s-1", "-", "active", "-"]
     assert second.split()[:6] == [other, "claude", "s-2", "-", "paused", "pause"]
+
+
+def test_list_says_whether_each_agent_runs_has_exited_or_is_gone_and_where_its_checkout_is(
+    loop: Loop,
+):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    [row] = loop.listing()
+    assert (row["agent"], row["checkout"]) == ("running", str(loop.worktree))
+    loop.tmux().terminate_harness(TARGET, grace_seconds=5)
+    [row] = loop.listing()
+    assert (row["status"], row["agent"]) == ("active", "exited")
+    code, out, _ = loop.output("sessions", "list")
+    assert code == 0 and out.splitlines()[1].split()[-2:] == ["exited", str(loop.worktree)]
+    kill_server(loop.socket)
+    [row] = loop.listing()
+    assert (row["status"], row["agent"]) == ("active", "gone")
+
+
+def test_list_says_unknown_without_a_tmux_binary_and_fails_nothing(loop: Loop, tmp_path: Path):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    loop.configure_routing(tmux={"binary": str(tmp_path / "no-such-tmux")})
+    [row] = loop.listing()
+    assert (row["agent"], row["checkout"]) == ("unknown", str(loop.worktree))
+    code, _, err = loop.output("sessions", "list")
+    assert (code, err) == (0, "")
+
+
+def test_list_shows_a_dash_for_a_checkout_that_no_longer_exists(loop: Loop, tmp_path: Path):
+    checkout = tmp_path / "hand-checkout"
+    checkout.mkdir()
+    _register(loop, checkout)
+    checkout.rmdir()
+    [row] = loop.listing()
+    assert (row["agent"], row["checkout"]) == ("unknown", None)
+    code, out, _ = loop.output("sessions", "list")
+    assert code == 0 and out.splitlines()[1].split()[-2:] == ["unknown", "—"]
 
 
 def test_list_skips_an_unreadable_record_with_a_warning(loop: Loop):
@@ -479,6 +517,46 @@ def test_stop_ends_a_pull_request_endpoint_with_a_tmux_session_of_its_own(loop: 
     assert [endpoint["status"] for endpoint in row["pullRequests"]] == ["closed"]
 
 
+def test_stop_keeps_the_pane_of_a_hand_started_tmux_session_without_remain_on_exit(loop: Loop):
+    checkout = loop.tmp_path / "by-hand"
+    checkout.mkdir()
+    _register(loop, checkout)
+    argv = ["tmux", "-L", loop.socket, "new-session", "-d", "-s", TARGET, "-c", str(checkout)]
+    subprocess.run([*argv, "bash -c 'echo hand agent; exec sleep 600'"], check=True)
+    registry = loop.registry
+    record = registry.find_by_work_item(ITEM)
+    assert record is not None
+    registry.save_endpoint(ITEM, replace(record, pull_requests=(), tmux_target=TARGET))
+    assert wait_until(lambda: _shows(loop, "hand agent"))
+    code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
+    assert code == 0 and f"kept tmux {TARGET} for its transcript" in out
+    assert loop.tmux().liveness(TARGET) == "dead"
+    assert _shows(loop, "hand agent")
+
+
+def test_a_new_spawn_keeps_the_retained_transcript_under_a_new_name_and_says_so(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    first = loop.listing()[0]["harnessSessionId"]
+    assert wait_until(lambda: _shows(loop, f"agent {first} ready"))
+    assert loop.run("sessions", "stop", "--work-item", ITEM) == 0
+    code, out, _ = loop.output("sessions", "start", "--work-item", ITEM)
+    assert code == 0
+    started, kept_line = out.splitlines()
+    assert started.startswith(f"{ITEM}: started command session")
+    prefix = f"{ITEM}: kept the previous transcript as tmux session {TARGET}~"
+    assert kept_line.startswith(prefix)
+    kept = kept_line.removeprefix(f"{ITEM}: kept the previous transcript as tmux session ")
+    assert loop.tmux().liveness(kept) == "dead"
+    assert f"agent {first} ready" in loop.tmux().capture(kept)
+    assert loop.tmux().liveness(TARGET) == "live"
+    rows = loop.listing("--all")
+    assert [(row["workItem"], row["tmuxTarget"], row["status"], row["agent"]) for row in rows] == [
+        (ITEM, TARGET, "active", "running"),
+        (ITEM, kept, "retained", "exited"),
+    ]
+    assert [row["tmuxTarget"] for row in loop.listing()] == [TARGET]
+
+
 def test_start_on_a_running_session_says_so_and_records_one_start(loop: Loop):
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     session_id = loop.listing()[0]["harnessSessionId"]
@@ -520,14 +598,67 @@ def test_resume_restarts_a_paused_agent_whose_tmux_session_is_gone(loop: Loop):
     assert loop.listing()[0]["status"] == "active"
 
 
-def test_pause_resume_and_stop_without_a_session_record_the_intent_and_say_so(loop: Loop):
+def _files_under(root: Path) -> list[str]:
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        ["pause", "--comment"],
+        ["resume", "--comment"],
+        ["stop", "--comment"],
+        ["cleanup"],
+        ["cleanup", "--dry-run"],
+    ],
+)
+def test_a_control_action_on_an_item_this_machine_never_held_exits_1_and_writes_nothing(
+    loop: Loop, action: list[str]
+):
+    unknown = "github:octo/app#51"
+    code, out, err = loop.output("sessions", *action, "--work-item", unknown)
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        f"error: no work item {unknown} on this machine (state root {loop.state})"
+    )
+    assert not (loop.state / "portable").exists() or _files_under(loop.state / "portable") == []
+    assert not (loop.state / "logs" / "events.jsonl").exists()
+
+
+def test_pause_resume_and_stop_of_an_item_known_only_by_its_portable_record_record_the_intent(
+    loop: Loop,
+):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "cleanup", "--work-item", ITEM) == 0
     for verb in ("pause", "resume", "stop"):
         code, out, _ = loop.output("sessions", verb, "--work-item", ITEM)
         assert code == 0
         assert out == f"{ITEM}: recorded {verb}; no live session on this machine\n"
         assert loop.portable()["control"]["command"] == verb
-    assert _controls(loop) == ["pause", "resume", "stop"]
+    assert _controls(loop) == ["start", "cleanup", "pause", "resume", "stop"]
     assert loop.listing() == []
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["octo/app#15", "https://github.com/octo/app/issues/15", "https://github.com/octo/app/pull/15"],
+)
+def test_the_shorthand_and_web_url_of_an_item_name_the_same_session(loop: Loop, spelling: str):
+    assert loop.run("sessions", "start", "--work-item", spelling) == 0
+    code, out, _ = loop.output("sessions", "start", "--work-item", ITEM)
+    assert code == 0 and out.startswith(f"{ITEM}: already running")
+    [row] = loop.listing()
+    assert row["workItem"] == ITEM
+
+
+@pytest.mark.parametrize("spelling", ["gh:octo/app#15", "gitlab:octo/app#15"])
+def test_an_unknown_provider_is_refused_with_exit_2_and_touches_nothing(loop: Loop, spelling: str):
+    code, out, err = loop.output("sessions", "start", "--work-item", spelling)
+    assert (code, out) == (2, "")
+    assert f"unknown provider {spelling.split(':')[0]!r}" in err
+    assert "'github:[<host>/]<owner>/<repo>#<number>'" in err
+    assert not loop.state.exists()
+    assert loop.tmux().live_sessions() == set()
 
 
 def test_attach_runs_tmux_attach_read_write_on_a_live_session_and_read_only_on_request(
@@ -577,6 +708,11 @@ def test_cleanup_dry_run_says_what_would_go_and_changes_nothing(loop: Loop):
 # -- a spawn that fails halfway ------------------------------------------------------
 
 
+def _paused_from_another_machine(loop: Loop) -> None:
+    """A ``pause`` in the portable record only, as a hand-off from another machine leaves it."""
+    loop.control.record(ITEM, "pause", source="cli", actor="elsewhere")
+
+
 def _nothing_left_behind(loop: Loop) -> None:
     assert loop.tmux().liveness(TARGET) == "absent"
     assert not loop.worktree.exists()
@@ -589,7 +725,7 @@ def test_a_spawn_with_a_missing_harness_binary_fails_and_leaves_nothing_behind(l
     loop.configure_routing(
         harnesses={"command": {"argv": ["no-such-agent-binary", "{session_id}"]}}
     )
-    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    _paused_from_another_machine(loop)
     code, out, err = loop.output("sessions", "start", "--work-item", ITEM)
     assert (code, out) == (1, "")
     assert err.startswith(f"error: cannot start a session for {ITEM}") and "not on PATH" in err
@@ -597,7 +733,7 @@ def test_a_spawn_with_a_missing_harness_binary_fails_and_leaves_nothing_behind(l
 
 
 def test_a_spawn_on_a_branch_that_does_not_exist_fails_and_leaves_nothing_behind(loop: Loop):
-    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    _paused_from_another_machine(loop)
     code, _, err = loop.output("sessions", "start", "--work-item", ITEM, "--branch", "no-such")
     assert code == 1 and "no-such" in err
     _nothing_left_behind(loop)
@@ -606,7 +742,7 @@ def test_a_spawn_on_a_branch_that_does_not_exist_fails_and_leaves_nothing_behind
 def test_a_spawn_that_fails_after_tmux_started_undoes_the_checkout_and_the_tmux_session(
     loop: Loop,
 ):
-    assert loop.run("sessions", "pause", "--work-item", ITEM) == 0
+    _paused_from_another_machine(loop)
     blocked = loop.tmp_path / "not-a-directory"
     blocked.write_text("the registry cannot write here", encoding="utf-8")
     code, _, err = loop.output(

@@ -53,9 +53,12 @@ def test_a_lock_directory_that_is_a_link_is_refused(tmp_path: Path) -> None:
 
 def test_a_command_never_creates_the_target_of_a_dangling_lock_link(tmp_path: Path) -> None:
     config, layout = configure(tmp_path)
+    seed(layout)  # the machine holds the item: a pause goes on to take its lock
     target = tmp_path / "victim"
-    layout.portable_locks_dir.mkdir(parents=True)
-    (layout.portable_locks_dir / f"{ITEM.slug}.lock").symlink_to(target)
+    layout.portable_locks_dir.mkdir(parents=True, exist_ok=True)
+    lock = layout.portable_locks_dir / f"{ITEM.slug}.lock"
+    lock.unlink(missing_ok=True)
+    lock.symlink_to(target)
     result = run_cli(
         tmp_path, "--config", str(config), "sessions", "pause", "--work-item", ITEM.ref,
         "--no-comment",

@@ -1,8 +1,10 @@
-"""Work-item references: ``<provider>:[<host>/]<owner>/<repo>#<number>``.
+"""Work-item references: ``github:[<host>/]<owner>/<repo>#<number>``.
 
-:meth:`WorkItemRef.parse` is strict (see ``state.md`` §1); every path the
-stores build comes from :attr:`WorkItemRef.slug`, which is always one safe
-path component.
+:meth:`WorkItemRef.parse` is strict (see ``state.md`` §1): it accepts the
+canonical form, the ``[<host>/]<owner>/<repo>#<number>`` shorthand and the web
+URL of an issue or pull request, all meaning the same item, and refuses every
+other provider. Every path the stores build comes from :attr:`WorkItemRef.slug`,
+which is always one safe path component.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from typing import Any, Generic, TypeVar, overload
 from the_loop.errors import quoted
 
 DEFAULT_GITHUB_HOST = "github.com"
-EXPECTED_SHAPE = "<provider>:[<host>/]<owner>/<repo>#<number>, e.g. github:octo/repo#15"
+#: The one provider the-loop knows.
+GITHUB = "github"
+EXPECTED_SHAPE = (
+    "one of 'github:[<host>/]<owner>/<repo>#<number>' (e.g. 'github:octo/repo#15'), "
+    "'[<host>/]<owner>/<repo>#<number>' or "
+    "'https://<host>/<owner>/<repo>/issues/<number>' (or /pull/<number>)"
+)
+#: An issue's or pull request's web URL: host, owner, repo, number (a trailing '/' allowed).
+_WEB_URL = re.compile(r"https://([^/]+)/([^/]+)/([^/]+)/(?:issues|pull)/([^/]+)/?\Z")
 
 _PROVIDER = re.compile(r"[a-z][a-z0-9-]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
@@ -34,7 +44,7 @@ _SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")
 _DOTS = (".", "..")
 #: The common spelling (no host, no leading zero), which the strict rules accept as is.
 _PLAIN_SHAPE = re.compile(
-    r"([a-z][a-z0-9-]*):([A-Za-z0-9._][A-Za-z0-9._-]*)/([A-Za-z0-9._][A-Za-z0-9._-]*)"
+    r"github:([A-Za-z0-9._][A-Za-z0-9._-]*)/([A-Za-z0-9._][A-Za-z0-9._-]*)"
     r"#([1-9][0-9]{0,17})\Z"
 )
 
@@ -162,19 +172,37 @@ def _parse(cls: type[WorkItemRef], text: str) -> WorkItemRef:
     plain = _PLAIN_SHAPE.match(text)
     # Such a ref's slug is the text with ':', '/' and '#' as '-': just as long.
     if plain and len(text) <= MAX_SLUG_LENGTH:
-        provider, owner, repo, number = plain.groups()
+        owner, repo, number = plain.groups()
         if owner not in _DOTS and repo not in _DOTS:
-            return cls(provider, owner, repo, int(number))
+            return cls(GITHUB, owner, repo, int(number))
     return _parse_strict(cls, text)
 
 
+def _canonical_spelling(text: str) -> str:
+    """``text`` in the ``github:`` form when it is a web URL or the shorthand; else as is."""
+    url = _WEB_URL.match(text)
+    if url:
+        host, owner, repo, number = url.groups()
+        return f"{GITHUB}:{host}/{owner}/{repo}#{number}"
+    head = text.split("/", 1)[0]
+    if "/" in text and ":" not in head:
+        return f"{GITHUB}:{text}"
+    return text
+
+
 def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
-    """Every rule of ``state.md`` §1, one by one, naming the first one ``text`` breaks."""
+    """Every rule of ``state.md`` §1 on ``text`` in the ``github:`` form, one by one,
+    naming ``text`` and the first rule it breaks."""
     if _SPACE_OR_CONTROL.search(text) or not text.isprintable():
         raise _refuse(text, "it contains whitespace or control characters")
-    provider, colon, rest = text.partition(":")
+    spelling = _canonical_spelling(text)
+    if spelling.startswith(("https://", "http://")):
+        raise _refuse(text, "it is not the https URL of an issue or a pull request")
+    provider, colon, rest = spelling.partition(":")
     if not colon or not _PROVIDER.match(provider):
-        raise _refuse(text, "it must start with a lowercase provider name and ':'")
+        raise _refuse(text, "it must start with 'github:', be '<owner>/<repo>#<number>' or a URL")
+    if provider != GITHUB:
+        raise _refuse(text, f"unknown provider {provider!r}: only 'github' is known")
     path, hash_sign, number_text = rest.rpartition("#")
     if not hash_sign:
         raise _refuse(text, "the '#<number>' part is missing")
@@ -195,7 +223,7 @@ def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
         raise _refuse(text, "the path must be <owner>/<repo> or <host>/<owner>/<repo>")
     _check_name(text, "owner", owner)
     _check_name(text, "repository", repo)
-    if provider == "github" and host == DEFAULT_GITHUB_HOST:
+    if host == DEFAULT_GITHUB_HOST:
         host = ""
     ref = cls(provider=provider, owner=owner, repo=repo, number=int(number_text), host=host)
     if len(ref.slug) > MAX_SLUG_LENGTH:

@@ -70,7 +70,7 @@ def validate_repository(repository: str) -> str:
     if repository.count("/") not in (1, 2):
         raise ValueError(problem)
     try:
-        WorkItemRef.parse(f"repository:{repository}#1")
+        WorkItemRef.parse(f"github:{repository}#1")
     except ValueError as error:
         raise ValueError(problem) from error
     return repository

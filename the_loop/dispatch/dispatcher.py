@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,12 +55,15 @@ class SpawnResult:
     session: Session
     checkout: Path | None
     created_checkout: bool
+    #: The tmux name a previous (dead) session's transcript was kept under, if any.
+    kept_transcript: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "session": self.session.to_dict(),
             "checkout": None if self.checkout is None else str(self.checkout),
             "createdCheckout": self.created_checkout,
+            "keptTranscript": self.kept_transcript,
         }
 
 
@@ -197,12 +200,12 @@ class Dispatcher:
             effort=session.effort,
         )
         progress.step = "tmux"
-        self.tmux.spawn(target, cwd, argv)
+        kept = self.tmux.spawn(target, cwd, argv)
         progress.tmux_target = target
         progress.step = "register"
         session = self.registry.register(session)
         self._emit_spawned(session, session_per_pr=choices.session_per_pr)
-        return progress.result(session)
+        return replace(progress.result(session), kept_transcript=kept)
 
     def _record_start(self, ref: WorkItemRef, progress: _Spawning, actor: str) -> None:
         """Record ``start``, remembering what it replaced (for the undo)."""
@@ -254,7 +257,9 @@ class Dispatcher:
             model=record.model,
             effort=record.effort,
         )
-        self.tmux.spawn(record.tmux_target, cwd, argv)
+        kept = self.tmux.spawn(record.tmux_target, cwd, argv)
+        if kept:
+            self._warn(f"{record.ref}: kept the previous transcript as tmux session {kept}")
         self._emit_spawned(record, resumed=True, actor=actor)
 
     # -- close ---------------------------------------------------------------------

@@ -120,6 +120,8 @@ class Teardown:
             self.tmux.kill(target)
             return
         if self.settings.kill_harness_on_close:
+            if self.tmux.liveness(target) == "live":
+                self.tmux.keep_panes(target)  # a hand-started session may not keep them
             self.tmux.terminate_harness(target, self.settings.harness_kill_grace_seconds)
         if self.tmux.liveness(target) in ("live", "dead"):
             self.events.emit("session.retained", work_item=endpoint.ref, tmux_target=target)

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from the_loop.config import Config
 
 Liveness = Literal["live", "dead", "absent", "unknown"]
+#: A listed session's agent: a pane still runs, or every pane has exited (the pane kept).
+AgentState = Literal["running", "exited"]
 
 NAME_PATTERN = re.compile(r"loop-[A-Za-z0-9_~-]+\Z")
 _SOCKET_PATTERN = re.compile(r"[A-Za-z0-9._-]*\Z")
@@ -117,18 +119,19 @@ class TmuxRunner:
 
     def spawn(
         self, name: str, cwd: Path, argv: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> None:
+    ) -> str | None:
         """Start ``argv`` (no shell) in a new detached session ``name`` in ``cwd``.
 
         ``remain-on-exit`` is on before the agent starts, so even an agent that
-        exits at once leaves its pane. A dead session of that name is replaced;
-        a live one is refused with a ``DispatchError`` (and left running).
+        exits at once leaves its pane. A dead session of that name (a transcript) is
+        kept under a new name, which is returned; a live one is refused with a
+        ``DispatchError`` (and left running).
         """
         check_name(name)
         program = _direct_argv(argv)
         if not cwd.is_dir():
             raise DispatchError(f"cannot start tmux session {name} in {cwd}: not a directory")
-        self._make_room(name)
+        kept = self._make_room(name)
         # A placeholder holds the pane until remain-on-exit is set; then the agent replaces it.
         self._new_session(name, cwd, env or {})
         try:
@@ -137,6 +140,26 @@ class TmuxRunner:
         except DispatchError:
             self.kill(name)
             raise
+        return kept
+
+    def keep_panes(self, name: str) -> None:
+        """Set ``remain-on-exit`` on every window of ``name``, so ending its harness keeps
+        the panes (the transcript), whoever started the session."""
+        check_name(name)
+        windows = self._tmux("list-windows", "-t", f"={name}", "-F", "#{window_id}")
+        for window in windows.stdout.split():
+            self._tmux("set-option", "-w", "-t", window, "remain-on-exit", "on")
+
+    def keep_transcript(self, name: str) -> str:
+        """Rename the (dead) session ``name`` to ``<name>~<UTC stamp>``; the new name."""
+        check_name(name)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for attempt in range(1, 100):
+            kept = f"{name}~{stamp}" + (f"-{attempt}" if attempt > 1 else "")
+            if self.liveness(check_name(kept)) == "absent":
+                self._tmux("rename-session", "-t", f"={name}", kept)
+                return kept
+        raise DispatchError(f"cannot find a free name to keep the transcript of {name}")
 
     def liveness(self, name: str) -> Liveness:
         """``live`` (a pane runs), ``dead`` (all panes exited, kept), ``absent``, or ``unknown``."""
@@ -153,6 +176,15 @@ class TmuxRunner:
 
         Empty when no server runs; None when tmux did not answer.
         """
+        states = self.session_states()
+        if states is None:
+            return None
+        return {name for name, state in states.items() if state == "running"}
+
+    def session_states(self) -> dict[str, AgentState] | None:
+        """Every session on this server: ``running`` (a pane runs) or ``exited`` (all panes
+        dead, kept), in one tmux call. Empty when no server runs; None when tmux did not
+        answer (or is not installed)."""
         argv = self.command("list-panes", "-a", "-F", "#{pane_dead} #{session_name}")
         try:
             # A read-only question: a hung server must not hold a dry run for half an hour.
@@ -160,13 +192,13 @@ class TmuxRunner:
         except DispatchError:
             return None
         if result.returncode != 0:
-            return set() if _is_absent(result.stderr) else None
-        live: set[str] = set()
+            return {} if _is_absent(result.stderr) else None
+        states: dict[str, AgentState] = {}
         for line in result.stdout.splitlines():
             dead, _, name = line.strip().partition(" ")
-            if dead == "0" and name:
-                live.add(name)
-        return live
+            if name and (dead == "0" or name not in states):
+                states[name] = "running" if dead == "0" else "exited"
+        return states
 
     def pane_pids(self, name: str) -> list[int]:
         """The process ids of the panes still running (empty when absent or all dead)."""
@@ -212,8 +244,9 @@ class TmuxRunner:
         text = result.stdout.rstrip()
         return text + "\n" if text else ""
 
-    def _make_room(self, name: str) -> None:
-        """Refuse a live (or unreadable) session ``name``; remove a dead one."""
+    def _make_room(self, name: str) -> str | None:
+        """Refuse a live (or unreadable) session ``name``; keep a dead one under a new name
+        (returned)."""
         state = self.liveness(name)
         if state == "live":
             raise DispatchError(f"tmux session {name} is already running; {RUNNING_HINT}")
@@ -222,7 +255,8 @@ class TmuxRunner:
                 f"cannot tell whether tmux session {name} exists: tmux did not answer"
             )
         if state == "dead":
-            self.kill(name)
+            return self.keep_transcript(name)
+        return None
 
     def _new_session(self, name: str, cwd: Path, env: Mapping[str, str]) -> None:
         env_args: list[str] = []

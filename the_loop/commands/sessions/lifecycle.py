@@ -9,6 +9,7 @@ best-effort. Everything that touches tmux or git goes through the dispatcher.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,8 @@ from the_loop.commands.common import (
     work_item_parent,
 )
 from the_loop.commands.render import Result
-from the_loop.commands.sessions.comments import comment_parent, post_keyword
+from the_loop.commands.sessions.comments import comment_parent, with_keyword_comment
+from the_loop.commands.sessions.known import require_known
 from the_loop.commands.sessions.release import clean_up, planned_cleanup
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
@@ -130,6 +132,7 @@ def run_stop(args: argparse.Namespace) -> Result:
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
+    require_known(stores, ref, lambda: open_dispatcher(context, stores))
     with stores.registry.spawn_lock(ref):
         session = stores.registry.find_by_work_item(ref)
         dispatcher = open_dispatcher(context, stores) if session is not None else None
@@ -141,8 +144,7 @@ def run_stop(args: argparse.Namespace) -> Result:
             removed = dispatcher.close_session(session, "stop")
             line = _closed_line(dispatcher.settings, session, removed, None)
             result = reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
-    post_keyword(args.comment, context, stores, ref, STOP)
-    return result
+    return with_keyword_comment(result, args.comment, context, stores, ref, STOP)
 
 
 def _closed_line(
@@ -181,7 +183,12 @@ def run_start(args: argparse.Namespace) -> Result:
         )
         line = _started_line(spawned.session, spawned.checkout)
         checkout = str(spawned.checkout) if spawned.checkout is not None else None
-        result = reported(ref, "started", line, checkout=checkout, **_facts(spawned.session))
+        kept = spawned.kept_transcript
+        facts = {"checkout": checkout, "keptTranscript": kept, **_facts(spawned.session)}
+        result = reported(ref, "started", line, **facts)
+        if kept:
+            lines = [line, f"{ref.ref}: kept the previous transcript as tmux session {kept}"]
+            result = dataclasses.replace(result, text=lambda: lines)
     elif session.is_paused or _agent_gone(dispatcher, session):
         # resume_session also restarts an active session's agent whose tmux session ended.
         _record(context, stores, ref, START)
@@ -193,8 +200,7 @@ def run_start(args: argparse.Namespace) -> Result:
         _record(context, stores, ref, START)
         line = f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}"
         result = reported(ref, "already running", line, checkout=session.cwd, **_facts(session))
-    post_keyword(args.comment, context, stores, ref, START)
-    return result
+    return with_keyword_comment(result, args.comment, context, stores, ref, START)
 
 
 def _agent_gone(dispatcher: Dispatcher, session: Session) -> bool:
@@ -218,6 +224,7 @@ def run_pause(args: argparse.Namespace) -> Result:
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
+    require_known(stores, ref, lambda: open_dispatcher(context, stores))
     with stores.registry.spawn_lock(ref):
         _record(context, stores, ref, PAUSE)
         paused = stores.registry.pause(ref)
@@ -230,8 +237,7 @@ def run_pause(args: argparse.Namespace) -> Result:
     else:
         line = f"{ref.ref}: recorded pause; no live session on this machine"
         result = reported(ref, "recorded", line, **_facts(None))
-    post_keyword(args.comment, context, stores, ref, PAUSE)
-    return result
+    return with_keyword_comment(result, args.comment, context, stores, ref, PAUSE)
 
 
 def run_resume(args: argparse.Namespace) -> Result:
@@ -239,6 +245,7 @@ def run_resume(args: argparse.Namespace) -> Result:
     ref: WorkItemRef = args.work_item
     context = load_context(args)
     stores = open_stores(context)
+    require_known(stores, ref, lambda: open_dispatcher(context, stores))
     session = stores.registry.find_by_work_item(ref)
     paused = session is not None and session.is_paused
     dispatcher = open_dispatcher(context, stores) if paused else None
@@ -253,8 +260,7 @@ def run_resume(args: argparse.Namespace) -> Result:
         resumed = dispatcher.resume_session(session, actor=context.actor)
         line = f"{ref.ref}: resumed the {resumed.harness} session{_in_tmux(resumed)}"
         result = reported(ref, "resumed", line, **_facts(resumed))
-    post_keyword(args.comment, context, stores, ref, RESUME)
-    return result
+    return with_keyword_comment(result, args.comment, context, stores, ref, RESUME)
 
 
 def _record(context: Context, stores: Stores, ref: WorkItemRef, command: str) -> None:
@@ -271,6 +277,7 @@ def run_cleanup(args: argparse.Namespace) -> Result:
     context = load_context(args)
     stores = open_stores(context)
     dispatcher = open_dispatcher(context, stores)
+    require_known(stores, ref, lambda: dispatcher)
     if args.dry_run:
         outcome = planned_cleanup(dispatcher, ref)
     else:

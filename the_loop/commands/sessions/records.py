@@ -1,8 +1,9 @@
 """``sessions register | link-pr | list | attach``: read and write session records.
 
 ``list`` only reads the stores (one read per local record and one per portable
-record): it never builds the dispatcher and never calls tmux. ``attach`` hands
-the terminal to ``tmux attach-session`` through an injectable ``execvp``.
+record) and asks tmux once for every session's state (``sessions/listing.py``): it
+never builds the dispatcher. ``attach`` hands the terminal to ``tmux attach-session``
+through an injectable ``execvp``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from the_loop.commands.common import (
     work_item_type,
 )
 from the_loop.commands.render import Result, table_lines
+from the_loop.commands.sessions.listing import listed, tmux_states, transcripts
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.errors import TheLoopError, UsageError, describe_error
@@ -36,7 +38,17 @@ from the_loop.sessions.session import CLOSED, STATUSES, Session
 if TYPE_CHECKING:
     from the_loop.repository_file import WorkItemStateFile
 
-LIST_HEADERS = ["WORK ITEM", "HARNESS", "SESSION ID", "TMUX", "STATUS", "CONTROL", "LAST EVENT"]
+LIST_HEADERS = [
+    "WORK ITEM",
+    "HARNESS",
+    "SESSION ID",
+    "TMUX",
+    "STATUS",
+    "CONTROL",
+    "LAST EVENT",
+    "AGENT",
+    "CHECKOUT",
+]
 _NUMBER = re.compile(r"#?([0-9]+)\Z")
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]*\Z")
 
@@ -103,9 +115,16 @@ def _add_list(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         "list",
         parents=[*parents, format_parent(table=True)],
         help="list the session records on this machine",
-        description="One row per session record. Reads the records only: no tmux, no git.",
+        description="One row per session record, with its agent's state (one tmux call: "
+        "running, exited, gone, or unknown when tmux does not answer) and its checkout. "
+        "No git.",
     )
     parser.add_argument("--status", choices=STATUSES, help="only records in this status")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also list retained transcripts: loop-* tmux sessions no record names",
+    )
     parser.set_defaults(func=run_list)
 
 
@@ -258,22 +277,30 @@ def _state_file_of(record: Session) -> WorkItemStateFile | None:
 
 
 def run_list(args: argparse.Namespace) -> Result:
-    """Every session record (optionally of one status), one item each.
+    """Every session record (optionally of one status), one item each; with ``--all`` the
+    retained transcripts no record names after them.
 
     With none, the table prints nothing and JSON has no items. The items are
     encoded one by one as the renderer writes them.
     """
-    stores = open_stores(load_context(args))
+    context = load_context(args)
+    stores = open_stores(context)
     with reading_every_record(stores):
         sessions = stores.registry.list_sessions(args.status)
         commands = [_last_command(stores, session) for session in sessions]
-    pairs = list(zip(sessions, commands, strict=True))
+    states = tmux_states(context.config)
+    rows = [
+        listed(session, command, states)
+        for session, command in zip(sessions, commands, strict=True)
+    ]
+    if args.all and args.status is None:
+        rows += transcripts(sessions, states)
 
     def text() -> list[str]:
-        rows = [_row(session, command) for session, command in pairs]
-        return table_lines(LIST_HEADERS, rows) if rows else []
+        cells = [row.cells() for row in rows]
+        return table_lines(LIST_HEADERS, cells) if cells else []
 
-    return Result(items=(_document(session, command) for session, command in pairs), text=text)
+    return Result(items=(row.document() for row in rows), text=text)
 
 
 @contextlib.contextmanager
@@ -295,29 +322,9 @@ def reading_every_record(stores: Stores) -> Generator[None]:
             gc.enable()
 
 
-def _document(session: Session, command: str | None) -> dict[str, Any]:
-    """One row of ``list --format json``: the session's report, then its ``control``."""
-    document = session.to_dict()
-    document["control"] = command
-    return document
-
-
 def _last_command(stores: Stores, session: Session) -> str | None:
     entry = stores.control.get(session.work_item)
     return entry.command if entry is not None else None
-
-
-def _row(session: Session, command: str | None) -> list[str]:
-    cells = [
-        session.ref,
-        session.harness,
-        session.harness_session_id,
-        session.tmux_target,
-        session.status,
-        command or "",
-        session.last_event_at or "",
-    ]
-    return [cell or "-" for cell in cells]
 
 
 # -- attach ------------------------------------------------------------------
