@@ -195,6 +195,23 @@ def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
     naming ``text`` and the first rule it breaks."""
     if _SPACE_OR_CONTROL.search(text) or not text.isprintable():
         raise _refuse(text, "it contains whitespace or control characters")
+    provider, rest = _provider_and_rest(text)
+    path, hash_sign, number_text = rest.rpartition("#")
+    if not hash_sign:
+        raise _refuse(text, "the '#<number>' part is missing")
+    if not _NUMBER.match(number_text) or int(number_text) <= 0:
+        raise _refuse(text, f"the number {quoted(number_text)} is not a positive integer")
+    host, owner, repo = _path_parts(text, path)
+    _check_name(text, "owner", owner)
+    _check_name(text, "repository", repo)
+    ref = cls(provider=provider, owner=owner, repo=repo, number=int(number_text), host=host)
+    if len(ref.slug) > MAX_SLUG_LENGTH:
+        raise _refuse(text, f"it is too long (its file name would exceed {MAX_SLUG_LENGTH})")
+    return ref
+
+
+def _provider_and_rest(text: str) -> tuple[str, str]:
+    """The provider (only ``github``) and what follows its ``:``, from any accepted form."""
     spelling = _canonical_spelling(text)
     if spelling.startswith(("https://", "http://")):
         raise _refuse(text, "it is not the https URL of an issue or a pull request")
@@ -203,32 +220,24 @@ def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
         raise _refuse(text, "it must start with 'github:', be '<owner>/<repo>#<number>' or a URL")
     if provider != GITHUB:
         raise _refuse(text, f"unknown provider {provider!r}: only 'github' is known")
-    path, hash_sign, number_text = rest.rpartition("#")
-    if not hash_sign:
-        raise _refuse(text, "the '#<number>' part is missing")
-    if not _NUMBER.match(number_text) or int(number_text) <= 0:
-        raise _refuse(text, f"the number {quoted(number_text)} is not a positive integer")
+    return provider, rest
+
+
+def _path_parts(text: str, path: str) -> tuple[str, str, str]:
+    """``(host, owner, repo)`` of ``[<host>/]<owner>/<repo>``; the host ``""`` for github.com."""
     segments = path.split("/")
     if any(segment == "" for segment in segments):
         raise _refuse(text, "it has an empty path segment")
-    if len(segments) == 3:
-        host, owner, repo = segments
-        if not _HOST.match(host):
-            raise _refuse(text, f"host {quoted(host)} is not a dotted host name or name:port")
-        host = host.lower()
-    elif len(segments) == 2:
-        host = ""
+    if len(segments) == 2:
         owner, repo = segments
-    else:
+        return "", owner, repo
+    if len(segments) != 3:
         raise _refuse(text, "the path must be <owner>/<repo> or <host>/<owner>/<repo>")
-    _check_name(text, "owner", owner)
-    _check_name(text, "repository", repo)
-    if host == DEFAULT_GITHUB_HOST:
-        host = ""
-    ref = cls(provider=provider, owner=owner, repo=repo, number=int(number_text), host=host)
-    if len(ref.slug) > MAX_SLUG_LENGTH:
-        raise _refuse(text, f"it is too long (its file name would exceed {MAX_SLUG_LENGTH})")
-    return ref
+    host, owner, repo = segments
+    if not _HOST.match(host):
+        raise _refuse(text, f"host {quoted(host)} is not a dotted host name or name:port")
+    host = host.lower()
+    return ("" if host == DEFAULT_GITHUB_HOST else host), owner, repo
 
 
 @functools.lru_cache(maxsize=1 << 16)

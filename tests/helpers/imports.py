@@ -218,38 +218,24 @@ def import_cycles(imports: list[Import]) -> list[list[str]]:
 
 
 def _strongly_connected(graph: Mapping[str, set[str]]) -> Iterator[set[str]]:
-    """Tarjan's components, iteratively (no recursion limit on a deep package)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, edges = work[-1]
-            step = next(edges, None)
-            if step is None:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component: set[str] = set()
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.add(member)
-                        if member == node:
-                            break
-                    yield component
-            elif step not in index:
-                index[step] = low[step] = len(index)
-                stack.append(step)
-                on_stack.add(step)
-                work.append((step, iter(sorted(graph[step]))))
-            elif step in on_stack:
-                low[node] = min(low[node], index[step])
+    """The strongly connected components: modules that reach each other (a package has
+    a few hundred modules, so a reachability walk from each is cheap and plain)."""
+    reach = {node: _reachable(graph, node) for node in graph}
+    placed: set[str] = set()
+    for node in sorted(graph):
+        if node not in placed:
+            component = {node} | {other for other in reach[node] if node in reach[other]}
+            placed |= component
+            yield component
+
+
+def _reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` reaches by one or more imports (itself only through a cycle)."""
+    seen: set[str] = set()
+    pending = list(graph[start])
+    while pending:
+        node = pending.pop()
+        if node not in seen:
+            seen.add(node)
+            pending.extend(graph[node])
+    return seen
