@@ -121,3 +121,51 @@ def test_the_no_op_warning_sink_stands_in_for_none() -> None:
     assert or_ignore_warnings(heard.append) == heard.append
     ignore_warning("dropped")
     assert heard == []
+
+
+def _splat_keywords(name: str) -> set[str]:
+    """The keywords every call of a function or method called ``name`` passes."""
+    return {
+        keyword.arg
+        for source in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(source.read_text(), filename=str(source)))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) == name
+        for keyword in node.keywords
+        if keyword.arg is not None
+    }
+
+
+def _emitted_fields() -> list[tuple[str, str, set[str]]]:
+    """Each emit call's event and field names; a ``**extra`` splat of the enclosing
+    function's keyword parameter stands for the keywords its callers pass."""
+    found: list[tuple[str, str, set[str]]] = []
+    for source in PACKAGE.rglob("*.py"):
+        tree = ast.parse(source.read_text(), filename=str(source))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for call in ast.walk(function):
+                if not (isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "emit"):
+                    continue
+                assert isinstance(call.args[0], ast.Constant)
+                names = {keyword.arg for keyword in call.keywords} - {"level"}
+                if None in names:
+                    kwarg = function.args.kwarg
+                    assert kwarg is not None, f"{source}:{call.lineno} splats a local mapping"
+                    names = (names - {None}) | _splat_keywords(function.name)
+                where = f"{source}:{call.lineno}"
+                found.append((where, str(call.args[0].value), {str(name) for name in names}))
+    return found
+
+
+def test_every_emitted_event_field_is_named_in_its_catalogue_entry() -> None:
+    emitted = _emitted_fields()
+    unnamed: list[tuple[str, str, list[str]]] = []
+    for where, event, names in emitted:
+        meaning = EVENT_TYPES[event]
+        missing = sorted(name for name in names if not re.search(rf"\b{name}\b", meaning))
+        if missing:
+            unnamed.append((where, event, missing))
+    assert unnamed == []
+    assert any(event == "session.spawned" and "resumed" in names for _, event, names in emitted)

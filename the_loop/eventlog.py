@@ -28,7 +28,8 @@ EVENT_TYPES: dict[str, str] = {
     "session.registered": "A session record was written for a work item (work_item, harness, "
     "session_id, forced).",
     "session.spawned": "A harness was started in tmux for a work item (work_item, harness, "
-    "session_id, tmux_target, cwd).",
+    "session_id, tmux_target, cwd, model, effort; session_per_pr on a new spawn, resumed and "
+    "actor when a resume restarted the agent).",
     "session.spawn_failed": "A spawn failed and everything it created was undone (work_item, "
     "error, step).",
     "session.paused": "A live session was paused: deliveries are held (work_item).",
@@ -45,7 +46,8 @@ EVENT_TYPES: dict[str, str] = {
     "pieces erased — workspace|session|control|poll|pullRequests|channels|record, empty when "
     "nothing was found; foreign: the keys another release wrote, erased with the record; "
     "was_live; ended; found; error).",
-    "workspace.prepared": "A checkout was prepared for a work item (work_item, path, strategy).",
+    "workspace.prepared": "A checkout was prepared for a work item (work_item, path, strategy, "
+    "created: whether this spawn made it).",
     "workspace.cleaned": "A work item's checkout was removed (work_item, path).",
     "control.recorded": "An authorized command was recorded in the control section (work_item, "
     "command, command_source: comment or cli, actor).",
