@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.runtime-installed
 
-.PHONY: install check lint format typecheck mdlint configs test demo bench clean
+.PHONY: install install-runtime check lint format typecheck mdlint configs test demo bench clean
 
 install: $(STAMP)
 
@@ -13,6 +14,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# The runtime dependencies alone (what `the-loop` itself needs, as the demo does): no dev tools.
+install-runtime: $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
 
 check: install
 	$(BIN)/ruff check the_loop tests scripts
@@ -29,7 +39,7 @@ format: install
 test: install
 	$(BIN)/pytest
 
-demo: install
+demo: install-runtime
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
 bench: install

@@ -19,7 +19,9 @@ trap cleanup EXIT
 export GIT_AUTHOR_NAME="the-loop demo" GIT_AUTHOR_EMAIL="demo@the-loop.invalid"
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+# Bold step headings only on a terminal, and never when NO_COLOR is set (no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 
 # 1. A local "GitHub" repository: a bare remote with one commit.
 git init -q -b main "$demo/seed"
