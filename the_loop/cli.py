@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -20,10 +21,15 @@ from the_loop.errors import (
     EXIT_BUG,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_OK,
     EXIT_USAGE,
     TheLoopError,
     describe_error,
 )
+
+TYPE_CHECKING = False  # not `typing`'s: importing typing would slow `--version`
+if TYPE_CHECKING:
+    from the_loop.commands.parsing import LoopParser
 
 PROG = "the-loop"
 
@@ -33,6 +39,7 @@ COMMAND_MODULES = {
     "sessions": "the_loop.commands.sessions",
     "events": "the_loop.commands.events",
     "state": "the_loop.commands.state",
+    "completion": "the_loop.commands.completion",
 }
 
 
@@ -40,30 +47,25 @@ def _command_module(name: str) -> ModuleType:
     return importlib.import_module(COMMAND_MODULES[name])
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> LoopParser:
     """The parser; with ``only``, just that command's (start-up imports one command module).
 
     Config-derived defaults are resolved after parsing, never here.
     """
-    from the_loop.commands.parser import CliParser
+    from the_loop.commands.parsing import LoopParser, add_global_flags, finish
 
-    parser = CliParser(
+    parser = LoopParser(
         prog=PROG,
         allow_abbrev=False,  # chosen_command must see --config exactly as argparse does
         description="Turn GitHub issues and pull requests into coding-agent sessions in tmux, "
         "and keep honest, durable state about each of them.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help="CLI config file (default: $THE_LOOP_CLI_CONFIG, ./.the-loop/cli-config.yaml, "
-        "~/.the-loop/cli-config.yaml)",
-    )
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
+    add_global_flags(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
     for name in [only] if only in COMMAND_MODULES else list(COMMAND_MODULES):
         _command_module(name).add_parser(subparsers)
-    return parser
+    return finish(parser)
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:
@@ -82,16 +84,57 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
+
+    A reader that goes away (``| head``) ends the output quietly, never as a failure
+    (``docs/cli/exit-codes.md``).
+    """
+    try:
+        code = _main(argv)
+    except BrokenPipeError:  # help, the version or a handler's own output met a closed stdout
+        from the_loop.commands.pipes import silence_stdout
+
+        silence_stdout()
+        code = EXIT_OK
+    except SystemExit:  # argparse's own exits (--help, usage errors) flush at exit too
+        _flush_stdout()
+        raise
+    _flush_stdout()
+    return code
+
+
+def _flush_stdout() -> None:
+    """Flush stdout now, so that a closed pipe is met here rather than at exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from the_loop.commands.pipes import silence_stdout
+
+        silence_stdout()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list == ["--version"]:
+    if argv is None and "_ARGCOMPLETE" in os.environ:
+        # The shell asks for completions (the-loop completion SHELL): answer, then exit.
+        from the_loop.commands.completion import complete
+
+        complete(build_parser())
+    if args_list in (["--version"], ["-V"]):
         # Fast path: start-up stays within a hair of the bare interpreter.
         print(f"{PROG} {__version__}")
         return 0
     parser = build_parser(only=chosen_command(args_list))
+    from the_loop.commands.parsing import refuse_repeated_global_flags
+
+    refuse_repeated_global_flags(parser, args_list)
     args = parser.parse_args(args_list)
     if getattr(args, "func", None) is None:
-        parser.print_help()
+        # A bare ``the-loop`` or command group (``the-loop sessions``) prints its help.
+        from the_loop.commands.parsing import deepest
+
+        words = [getattr(args, "command", None), getattr(args, "action", None)]
+        deepest(parser, words).print_help()
         return 0
     return _run(args, args_list)
 
@@ -113,6 +156,8 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     except TheLoopError as error:
         return _failed(str(error), error.exit_code, output_format, args)
     except OSError as error:
+        if isinstance(error, BrokenPipeError) and _stdout_closed():
+            raise  # the reader went away: main ends quietly
         # A store lets an OSError propagate so that nothing claims success; say it plainly.
         return _failed(describe_error(error), EXIT_FAILED, output_format, args)
     except KeyboardInterrupt:
@@ -123,6 +168,12 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
 
         print(f"error: {report_bug(error, args, argv)}", file=sys.stderr)
         return EXIT_BUG
+
+
+def _stdout_closed() -> bool:
+    from the_loop.commands.pipes import stdout_closed
+
+    return stdout_closed()
 
 
 def _failed(message: str, exit_code: int, output_format: str, args: argparse.Namespace) -> int:

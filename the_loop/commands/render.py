@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import os
 import sys
 from collections.abc import Callable, Generator, Iterable, Mapping
 from contextvars import ContextVar
@@ -118,7 +117,9 @@ def render(result: Result, output_format: str, *, command: str) -> int:
                 _write_text(result)
         sys.stdout.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        from the_loop.commands.pipes import silence_stdout
+
+        silence_stdout()
     for problem in result.errors:
         print(f"error: {problem}", file=sys.stderr)
     return result.exit_code

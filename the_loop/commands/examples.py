@@ -1,0 +1,81 @@
+"""The examples every ``--help`` ends with, by command path (``""`` is the bare CLI).
+
+Refs are quoted: an unquoted ``#`` starts a shell comment, and zsh globs it.
+"""
+
+from __future__ import annotations
+
+REF = "'github:octo/app#15'"
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "": (
+        f"the-loop sessions start --work-item {REF}",
+        "the-loop sessions list",
+        "the-loop sessions --help",
+    ),
+    "sessions": (
+        f"the-loop sessions start --work-item {REF}",
+        f"the-loop sessions attach --work-item {REF}",
+        f"the-loop sessions stop --work-item {REF}",
+    ),
+    "sessions register": (
+        f"the-loop sessions register --work-item {REF} --harness claude "
+        "--harness-session-id 0b7c2e9a",
+    ),
+    "sessions link-pr": (
+        f"the-loop sessions link-pr --work-item {REF} --pull-request 42",
+        f"the-loop sessions link-pr --work-item {REF} --pull-request 'github:octo/app#42'",
+    ),
+    "sessions list": (
+        "the-loop sessions list",
+        "the-loop sessions list --status active --format json",
+    ),
+    "sessions attach": (
+        f"the-loop sessions attach --work-item {REF}",
+        f"the-loop sessions attach --work-item {REF} --read-only",
+    ),
+    "sessions close": (
+        f"the-loop sessions close --work-item {REF}",
+        f"the-loop sessions close --work-item {REF} --keep-tmux",
+    ),
+    "sessions start": (
+        f"the-loop sessions start --work-item {REF}",
+        f"the-loop sessions start --work-item {REF} --harness claude --branch fix-15",
+    ),
+    "sessions pause": (f"the-loop sessions pause --work-item {REF}",),
+    "sessions resume": (f"the-loop sessions resume --work-item {REF}",),
+    "sessions stop": (f"the-loop sessions stop --work-item {REF}",),
+    "sessions cleanup": (
+        f"the-loop sessions cleanup --work-item {REF} --dry-run",
+        f"the-loop sessions cleanup --work-item {REF}",
+    ),
+    "sessions reset": (
+        "the-loop sessions reset --all --dry-run",
+        f"the-loop sessions reset --work-item {REF}",
+    ),
+    "events": (
+        "the-loop events --type 'session.*' --since 1h",
+        f"the-loop events --work-item {REF} --follow",
+        "the-loop events --types",
+    ),
+    "state": (
+        "the-loop state check",
+        "the-loop state paths --format json",
+    ),
+    "state check": (
+        "the-loop state check",
+        "the-loop state check --no-discover --checkout ~/work/app",
+    ),
+    "state paths": ("the-loop state paths",),
+    "state attributes": ("the-loop state attributes --format json",),
+    "completion": (
+        "the-loop completion bash > ~/.local/share/bash-completion/completions/the-loop",
+        'eval "$(the-loop completion zsh)"    # in ~/.zshrc, after compinit',
+        "the-loop completion fish > ~/.config/fish/completions/the-loop.fish",
+    ),
+}
+
+
+def epilog(lines: tuple[str, ...]) -> str:
+    """The help epilog for ``lines``: ``examples:`` then each command, indented."""
+    return "examples:\n" + "".join(f"  {line}\n" for line in lines)
