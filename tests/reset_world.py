@@ -29,7 +29,7 @@ class World(SharedWorld):
         self.tmp_path = tmp_path
         self.socket = socket
         self.remote = make_remote(tmp_path, "app")
-        super().__init__(tmp_path, usage_exit_returns=True)
+        super().__init__(tmp_path)
         self.configure_routing()
 
     @property

@@ -99,7 +99,7 @@ def write_config(
         "tmux": {"socket": socket},
     }
     document = {"routing": routing, "integrations": {"github": integration}}
-    return World(tmp_path, document, usage_exit_returns=True)
+    return World(tmp_path, document)
 
 
 def held(world: World) -> World:

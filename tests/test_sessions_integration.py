@@ -35,7 +35,7 @@ class Loop(World):
     and a tmux socket."""
 
     def __init__(self, tmp_path: Path, socket: str) -> None:
-        super().__init__(tmp_path, usage_exit_returns=True)
+        super().__init__(tmp_path)
         self.tmp_path = tmp_path
         self.socket = socket
         self.remote: Path | None = None

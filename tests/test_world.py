@@ -47,12 +47,8 @@ def test_a_usage_error_comes_back_from_run_cli_as_exit_2_with_its_message_on_err
     assert "--no-such-flag" in err
 
 
-def test_run_raises_a_usage_error_unless_the_world_asks_for_the_exit_code(
-    tmp_path: Path,
-) -> None:
-    with pytest.raises(SystemExit):
-        World(tmp_path / "a").run("sessions", "list", "--no-such-flag")
-    assert World(tmp_path / "b", usage_exit_returns=True).run("sessions", "--no-such-flag") == 2
+def test_run_returns_a_usage_error_as_its_exit_code(tmp_path: Path) -> None:
+    assert World(tmp_path).run("sessions", "list", "--no-such-flag") == 2
 
 
 def test_the_config_names_the_worlds_state_root_over_whatever_the_document_says(

@@ -84,7 +84,8 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code,
+    usage errors (2) and ``--help`` (0) included.
 
     A reader that goes away (``| head``) ends the output quietly, never as a failure
     (``docs/cli/exit-codes.md``).
@@ -96,9 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         silence_stdout()
         code = EXIT_OK
-    except SystemExit:  # argparse's own exits (--help, usage errors) flush at exit too
-        _flush_stdout()
-        raise
+    except SystemExit as exit_:  # argparse's own exits: --help (0) and usage errors (2)
+        code = exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     _flush_stdout()
     return code
 

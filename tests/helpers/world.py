@@ -26,8 +26,7 @@ class World:
     """``<home>/state`` and ``<home>/cli-config.yaml`` naming it; stores opened on first use.
 
     ``config`` is the document beside ``state.root`` (written as JSON, which YAML reads);
-    ``source`` is the event-log source the stores write with; with ``usage_exit_returns``,
-    :meth:`run` returns argparse's usage exit (2) instead of raising ``SystemExit``.
+    ``source`` is the event-log source the stores write with.
     """
 
     def __init__(
@@ -36,11 +35,9 @@ class World:
         config: Mapping[str, Any] | None = None,
         *,
         source: str = "sessions",
-        usage_exit_returns: bool = False,
     ) -> None:
         self.home = home
         self.source = source
-        self.usage_exit_returns = usage_exit_returns
         self.layout = StateLayout(home / "state")
         self.config_path = home / "cli-config.yaml"
         home.mkdir(parents=True, exist_ok=True)
@@ -84,13 +81,8 @@ class World:
 
     def run(self, *argv: str) -> int:
         """``main(["--config", <this config>, *argv])``; output goes to the real streams
-        (``capsys`` sees it). A usage error raises SystemExit unless ``usage_exit_returns``."""
-        try:
-            return main(["--config", str(self.config_path), *argv])
-        except SystemExit as exit_:
-            if not self.usage_exit_returns:
-                raise
-            return int(exit_.code or 0)
+        (``capsys`` sees it); a usage error is its exit code, 2."""
+        return main(["--config", str(self.config_path), *argv])
 
     def run_cli(self, argv: Sequence[str]) -> tuple[int, str, str]:
         """:meth:`run` with stdout and stderr captured: ``(exit code, out, err)``.
@@ -99,8 +91,5 @@ class World:
         """
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = self.run(*argv)
-            except SystemExit as exit_:
-                code = int(exit_.code or 0)
+            code = self.run(*argv)
         return code, out.getvalue(), err.getvalue()

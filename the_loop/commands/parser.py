@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 #: The namespace attribute holding the destinations set during one parse (removed after).
 _GIVEN = "_the_loop_given_once"
@@ -48,6 +48,10 @@ class CliParser(argparse.ArgumentParser):
         for name in _SINGLE_USE_ACTIONS:
             self.register("action", name, single_use(self._registry_get("action", name)))
         self.register("action", ONCE_BOOLEAN, single_use(argparse.BooleanOptionalAction))
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error is one line on stderr and exit 2; the usage is one ``--help`` away."""
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
     def parse_known_args(  # pyright: ignore[reportIncompatibleMethodOverride] - typeshed's overloads
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
