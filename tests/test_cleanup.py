@@ -14,6 +14,7 @@ from tests.helpers.world import World
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item, tmux_names
 from the_loop.commands.sessions.release import clean_up
 from the_loop.config import Config
+from the_loop.dispatch.disposal import CheckoutDisposal
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
@@ -78,9 +79,9 @@ class FakeProcesses:
             raise TheLoopError(f"tmux would not end {name}")
         return True
 
-    def remove_checkout(self, ref: WorkItemRef) -> list[str]:
+    def remove_checkout(self, ref: WorkItemRef) -> list[CheckoutDisposal]:
         self.removed_for.append(ref)
-        return list(self.checkouts)
+        return [CheckoutDisposal(path, removed=True) for path in self.checkouts]
 
 
 def test_cleanup_ends_pr_sessions_first_then_removes_the_checkout_record_and_arms_nothing(
@@ -108,7 +109,7 @@ def test_cleanup_ends_pr_sessions_first_then_removes_the_checkout_record_and_arm
     assert outcome == CleanupOutcome(
         ref=REF.ref,
         tmux_killed=(PR_TARGET, ITEM_TARGET),
-        checkouts_removed=("/root/.worktrees/x",),
+        checkouts=(CheckoutDisposal("/root/.worktrees/x", removed=True),),
         record_removed=True,
         control_recorded=True,
     )
@@ -174,7 +175,7 @@ def test_a_colliding_ref_is_located_under_its_disambiguated_tmux_name(stores: St
 def test_every_failure_is_collected_and_the_other_steps_go_on(stores: Stores) -> None:
     register_with_pr(stores)
 
-    def broken_checkout(ref: WorkItemRef) -> list[str]:
+    def broken_checkout(ref: WorkItemRef) -> list[CheckoutDisposal]:
         raise OSError(f"cannot remove the checkout of {ref.ref}")
 
     fakes = FakeProcesses(fail=(PR_TARGET,))
@@ -239,7 +240,7 @@ def test_a_dry_run_changes_nothing_and_emits_nothing(stores: Stores) -> None:
         dry_run=True,
         control=stores.control,
         events=stores.events,
-        find_checkouts=lambda ref: [f"/root/{ref.slug}"],
+        find_checkouts=lambda ref: [CheckoutDisposal(f"/root/{ref.slug}", removed=True)],
         tmux_name=stores.tmux_name,
     )
 
@@ -261,13 +262,17 @@ def test_an_unknown_source_is_refused_before_anything_is_touched(stores: Stores)
 
 
 def test_the_outcome_reports_every_field_as_json() -> None:
+    kept = CheckoutDisposal("/k", removed=False, uncommitted_files=2, unpushed_commits=1)
+    removed = CheckoutDisposal("/c", removed=True)
     outcome = CleanupOutcome(
-        ref=REF.ref, tmux_killed=(ITEM_TARGET,), checkouts_removed=("/c",), errors=("x",)
+        ref=REF.ref, tmux_killed=(ITEM_TARGET,), checkouts=(removed, kept), errors=("x",)
     )
     assert json.loads(json.dumps(outcome.to_dict())) == {
         "ref": REF.ref,
         "tmuxKilled": [ITEM_TARGET],
         "checkoutsRemoved": ["/c"],
+        "checkoutsKept": ["/k"],
+        "checkouts": [removed.to_dict(), kept.to_dict()],
         "recordRemoved": False,
         "controlRecorded": False,
         "errors": ["x"],

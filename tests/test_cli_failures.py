@@ -17,6 +17,7 @@ from tests.test_sessions_integration import ITEM, Loop, register_argv
 from the_loop.cleanup import cleanup_work_item
 from the_loop.cli import main
 from the_loop.commands.sessions.lifecycle import cleanup_lines
+from the_loop.dispatch.disposal import CheckoutDisposal
 from the_loop.errors import RemovalIncomplete
 from the_loop.eventlog import EventLog
 from the_loop.ref import WorkItemRef
@@ -125,8 +126,9 @@ def test_checkouts_removed_before_a_removal_failed_are_reported_as_removed(tmp_p
     registry = SessionRegistry(tmp_path / "local")
     registry.register(Session(REF, "command", "s1"))
 
-    def remove_one_of_two(ref: WorkItemRef) -> list[str]:
-        raise RemovalIncomplete("checkout /w/b: busy", removed=("/w/a",))
+    def remove_one_of_two(ref: WorkItemRef) -> list[CheckoutDisposal]:
+        done = (CheckoutDisposal("/w/a", removed=True),)
+        raise RemovalIncomplete("checkout /w/b: busy", removed=("/w/a",), done=done)
 
     outcome = cleanup_work_item(REF, registry=registry, remove_checkout=remove_one_of_two)
     assert outcome.checkouts_removed == ("/w/a",)
@@ -146,7 +148,7 @@ def test_a_cleanup_whose_event_cannot_be_appended_says_so(tmp_path: Path):
 
 
 def test_a_dry_run_that_could_not_look_everywhere_does_not_say_there_is_nothing(tmp_path: Path):
-    def unreadable(ref: WorkItemRef) -> list[str]:
+    def unreadable(ref: WorkItemRef) -> list[CheckoutDisposal]:
         raise OSError(13, "Permission denied", "/w")
 
     outcome = cleanup_work_item(

@@ -51,17 +51,48 @@ def _files_under(root: Path) -> list[str]:
 # -- the worktree strategy -------------------------------------------------------------
 
 
-def test_a_worktree_is_made_from_a_shared_clone_detached_at_the_default_branch(
+def test_a_worktree_is_made_from_a_shared_clone_on_its_own_branch_at_the_default_branch(
     root: Path, remote: Path
 ) -> None:
     checkout = _workspace(root, remote).prepare(ISSUE)
     assert checkout.created is True
     assert checkout.strategy == "worktree"
+    assert checkout.branch == f"loop/{ISSUE.slug}"
     assert checkout.path == root / ".worktrees" / "github.com" / "octo" / "app" / ISSUE.slug
     assert (checkout.path / "README.md").read_text() == "# app\n"
-    assert _head(checkout.path) == "HEAD"
+    assert _head(checkout.path) == f"loop/{ISSUE.slug}"
+    assert git(checkout.path, "rev-parse", "HEAD") == git(checkout.path, "rev-parse", "origin/main")
+    upstream = git(
+        checkout.path, "for-each-ref", "--format=%(upstream)", f"refs/heads/loop/{ISSUE.slug}"
+    )
+    assert upstream.strip() == ""  # no upstream: a bare `git push` goes nowhere unasked
     shared = root / "github.com" / "octo" / "app"
     assert str(checkout.path) in git(shared, "worktree", "list")
+
+
+def test_a_worktree_made_again_reuses_its_branch_and_the_commits_on_it(
+    root: Path, remote: Path
+) -> None:
+    workspace = _workspace(root, remote)
+    first = workspace.prepare(ISSUE)
+    commit_files(first.path, {"work.txt": "the agent's work\n"}, "work")
+    assert workspace.remove(first.path) is True
+    again = workspace.prepare(ISSUE)
+    assert (again.created, again.branch) == (True, f"loop/{ISSUE.slug}")
+    assert (again.path / "work.txt").read_text() == "the agent's work\n"
+
+
+@pytest.mark.parametrize("strategy", ["worktree", "clone"])
+def test_a_loop_branch_the_remote_already_has_is_checked_out_tracking_it(
+    tmp_path: Path, root: Path, strategy: str
+) -> None:
+    own = f"loop/{ISSUE.slug}"
+    remote = make_remote(tmp_path, "app", branches={own: {"pushed.txt": "pushed\n"}})
+    checkout = _workspace(root, remote, strategy).prepare(ISSUE)
+    assert _head(checkout.path) == own
+    assert (checkout.path / "pushed.txt").exists()
+    upstream = git(checkout.path, "rev-parse", "--abbrev-ref", f"{own}@{{upstream}}").strip()
+    assert upstream == f"origin/{own}"
 
 
 def test_preparing_twice_reuses_the_checkout_and_its_work(root: Path, remote: Path) -> None:
@@ -160,7 +191,8 @@ def test_the_clone_strategy_makes_a_full_clone_per_item(root: Path, remote: Path
     checkout = workspace.prepare(ISSUE)
     expected = root / ".work-items" / ISSUE.slug / "github.com" / "octo" / "app"
     assert (checkout.path, checkout.created, checkout.strategy) == (expected, True, "clone")
-    assert _head(checkout.path) == "main"
+    assert _head(checkout.path) == f"loop/{ISSUE.slug}"
+    assert (checkout.path / "README.md").exists()
     assert workspace.prepare(ISSUE).created is False
     assert not workspace.shared_clone_path(ISSUE).exists()
 
@@ -298,7 +330,7 @@ def test_the_workspace_is_built_from_the_routing_config(tmp_path: Path) -> None:
 def test_status_counts_uncommitted_files_and_unpushed_commits(root: Path, remote: Path) -> None:
     workspace = _workspace(root, remote)
     path = workspace.prepare(ISSUE).path
-    assert workspace.status(path) == CheckoutStatus(0, 0)
+    assert workspace.status(path) == CheckoutStatus(0, 0, f"loop/{ISSUE.slug}")
     write_files(path, {"a.txt": "a\n", "dir/b.txt": "b\n", "README.md": "changed\n"})
     assert workspace.status(path).uncommitted_files == 3
     for name in ("a.txt", "c.txt"):
@@ -306,9 +338,28 @@ def test_status_counts_uncommitted_files_and_unpushed_commits(root: Path, remote
         git(path, "add", name)
         git(path, "commit", "--quiet", "-m", f"add {name}")
     status = workspace.status(path)
-    assert status == CheckoutStatus(uncommitted_files=2, unpushed_commits=2)
+    assert (status.uncommitted_files, status.unpushed_commits) == (2, 2)
     assert status.to_dict() == {"uncommittedFiles": 2, "unpushedCommits": 2}
     assert not status.clean
+
+
+def test_status_counts_every_commit_as_unpushed_when_no_remote_branch_was_ever_fetched(
+    root: Path, remote: Path
+) -> None:
+    workspace = _workspace(root, remote, "clone")
+    path = workspace.prepare(ISSUE).path
+    git(path, "remote", "remove", "origin")
+    assert workspace.status(path).unpushed_commits == 1
+
+
+def test_status_of_a_directory_that_is_no_git_checkout_is_an_error(
+    root: Path, remote: Path
+) -> None:
+    workspace = _workspace(root, remote)
+    stray = workspace.checkout_path(ISSUE)
+    write_files(stray, {"stray.txt": "not a checkout\n"})
+    with pytest.raises(DispatchError, match="not a git checkout"):
+        workspace.status(stray)
 
 
 # -- abuse and concurrency -------------------------------------------------------------

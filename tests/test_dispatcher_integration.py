@@ -149,7 +149,7 @@ def test_spawn_without_a_workspace_runs_in_the_spawn_workdir(env: Env) -> None:
     result = dispatcher.spawn(REF)
     assert result.checkout is None and result.created_checkout is False
     assert result.session.cwd == str(workdir)
-    assert dispatcher.close_session(result.session) is False
+    assert dispatcher.close_session(result.session).checkout_removed is False
     assert workdir.is_dir()
 
 
@@ -161,7 +161,7 @@ def test_the_clone_strategy_gives_each_item_a_full_clone_that_close_removes(env:
     assert (clone / ".git").is_dir()
     assert git(clone, "rev-parse", "--abbrev-ref", "HEAD").strip() == "feature"
 
-    assert dispatcher.close_session(result.session) is True
+    assert dispatcher.close_session(result.session).checkout_removed is True
     assert not clone.exists()
     assert not (env.root / ".work-items" / REF.slug).exists()
 
@@ -246,7 +246,7 @@ def test_close_ends_the_harness_keeps_the_transcript_and_removes_the_worktree(en
     result = dispatcher.spawn(REF)
     assert wait_until(lambda: shows(dispatcher, TARGET, "agent "))
 
-    assert dispatcher.close_session(result.session, reason="done") is True
+    assert dispatcher.close_session(result.session, reason="done").checkout_removed is True
 
     record = env.registry.find_by_work_item(REF, include_closed=True)
     assert record is not None and record.status == "closed"
@@ -263,7 +263,7 @@ def test_close_ends_the_harness_keeps_the_transcript_and_removes_the_worktree(en
 def test_close_keeps_the_worktree_when_configured_and_then_returns_false(env: Env) -> None:
     dispatcher = env.dispatcher(workspace={"keepCheckoutOnClose": True})
     result = dispatcher.spawn(REF)
-    assert dispatcher.close_session(result.session) is False
+    assert dispatcher.close_session(result.session).checkout_removed is False
     assert result.checkout is not None and (result.checkout / "README.md").is_file()
     assert env.events_named("workspace.cleaned") == []
 
@@ -271,7 +271,7 @@ def test_close_keeps_the_worktree_when_configured_and_then_returns_false(env: En
 def test_close_kills_the_tmux_session_when_it_is_not_kept(env: Env) -> None:
     dispatcher = env.dispatcher(tmux={"keepSessionOnClose": False})
     result = dispatcher.spawn(REF)
-    assert dispatcher.close_session(result.session) is True
+    assert dispatcher.close_session(result.session).checkout_removed is True
     assert dispatcher.tmux.liveness(TARGET) == "absent"
     assert env.events_named("session.retained") == []
 
@@ -298,7 +298,7 @@ def test_close_ends_every_pr_endpoint_with_its_own_tmux_session(env: Env) -> Non
     endpoint = Session(PR, "command", "pr-id", cwd=str(result.checkout), tmux_target=PR_TARGET)
     env.registry.save_endpoint(REF, endpoint)
 
-    assert dispatcher.close_session(result.session) is True
+    assert dispatcher.close_session(result.session).checkout_removed is True
 
     assert dispatcher.tmux.liveness(PR_TARGET) == "dead"
     assert dispatcher.tmux.liveness(TARGET) == "dead"
@@ -328,7 +328,7 @@ def test_an_already_gone_tmux_session_and_checkout_are_success(env: Env) -> None
     dispatcher.tmux.kill(TARGET)
     dispatcher.workspace.remove(result.checkout)
 
-    assert dispatcher.close_session(result.session) is False
+    assert dispatcher.close_session(result.session).checkout_removed is False
 
     record = env.registry.find_by_work_item(REF, include_closed=True)
     assert record is not None and record.status == "closed"

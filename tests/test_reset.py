@@ -377,7 +377,7 @@ def test_only_the_declared_close_failure_can_report_a_removed_checkout(root: Roo
 def test_the_teardown_and_the_reset_command_fail_a_close_with_the_one_declared_type() -> None:
     session = Session(work_item=ITEM, harness="claude", harness_session_id="s")
     still_running = HarnessStillRunning(session, ["loop-x"], checkout_removed=True)
-    close_failed = SessionCloseError("closed, but tmux failed", checkout_removed=False)
+    close_failed = SessionCloseError("closed, but tmux failed", checkouts=())
     assert isinstance(still_running, CloseIncomplete) and still_running.checkout_removed
     assert isinstance(close_failed, CloseIncomplete) and not close_failed.checkout_removed
     assert isinstance(close_failed, TheLoopError)

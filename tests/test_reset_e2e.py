@@ -44,7 +44,7 @@ def test_reset_ends_the_agent_removes_the_worktree_and_forgets_the_item(
     out = capsys.readouterr().out
     assert out == (
         f"{ITEM.ref}: ended a live command session\n"
-        f"{ITEM.ref}: removed the workspace checkout — uncommitted work in it is gone\n"
+        f"{ITEM.ref}: removed the checkout {world.worktree(ITEM)} (clean)\n"
         f"{ITEM.ref}: reset — removed session, control, poll\n"
         "reset 1 work item\n"
     )
@@ -72,10 +72,10 @@ def test_with_keep_checkout_on_close_the_worktree_stays_and_is_not_claimed(
     capsys.readouterr()
     assert world.run("sessions", "reset", "--work-item", ITEM.ref, "--dry-run") == 0
     dry = capsys.readouterr().out
-    assert "would remove the workspace checkout" not in dry
+    assert "checkout" not in dry
     assert world.run("sessions", "reset", "--work-item", ITEM.ref) == 0
     out = capsys.readouterr().out
-    assert "removed the workspace checkout" not in out
+    assert "the checkout" not in out
     assert f"{ITEM.ref}: reset — removed session, control, poll" in out
     assert all(process_gone(pid) for pid in pids)
     assert (world.worktree(ITEM) / "notes.txt").read_text() == "work in progress\n"
@@ -84,7 +84,7 @@ def test_with_keep_checkout_on_close_the_worktree_stays_and_is_not_claimed(
 def test_a_dry_run_reports_uncommitted_files_and_unpushed_commits(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Beyond the design: a dry run says what removing the live checkout would lose."""
+    """Beyond the design: a dry run states the counts a real run would act on."""
     _start(world)
     worktree = world.worktree(ITEM)
     for name in ("a.txt", "b.txt", "c.txt"):
@@ -93,18 +93,53 @@ def test_a_dry_run_reports_uncommitted_files_and_unpushed_commits(
     assert world.run("sessions", "reset", "--all", "--dry-run") == 0
     out = capsys.readouterr().out
     assert (
-        f"{ITEM.ref}: would remove the workspace checkout — 3 uncommitted files would be lost"
-        in out
-    )
+        f"{ITEM.ref}: would keep the checkout {worktree}: 3 uncommitted files — "
+        "`--force` removes it\n"
+    ) in out
     assert worktree.is_dir() and world.tmux().liveness(world.target(ITEM)) == "live"
     subprocess.run(["git", "-C", str(worktree), "add", "a.txt"], check=True)
     subprocess.run(["git", "-C", str(worktree), "commit", "-qm", "wip"], check=True)
     assert world.run("sessions", "reset", "--all", "--dry-run", "--format", "json") == 0
-    document = json.loads(capsys.readouterr().out)
-    assert document["items"][0]["checkout"] == (
-        "would remove the workspace checkout — 2 uncommitted files and 1 unpushed commit "
-        "would be lost"
+    [planned] = json.loads(capsys.readouterr().out)["items"][0]["checkouts"]
+    assert (planned["path"], planned["kept"]) == (str(worktree), True)
+    assert (planned["uncommittedFiles"], planned["unpushedCommits"]) == (2, 1)
+
+
+def test_reset_keeps_a_checkout_holding_work_and_says_so_and_force_removes_it(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 12: a real reset never claims a loss; the uncommitted file survives it."""
+    _start(world)
+    worktree = world.worktree(ITEM)
+    (worktree / "new.txt").write_text("x\n")
+    capsys.readouterr()
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"{ITEM.ref}: ended a live command session\n"
+        f"{ITEM.ref}: kept the checkout {worktree}: 1 uncommitted file — `--force` removes it\n"
+        f"{ITEM.ref}: reset — removed session, control, poll\n"
+        "reset 1 work item\n"
     )
+    assert (worktree / "new.txt").read_text() == "x\n"
+    lines = world.layout.event_log.read_text(encoding="utf-8").splitlines()
+    [reset] = [event for event in map(json.loads, lines) if event["event"] == "session.reset"]
+    assert "workspace" not in reset["removed"]
+    _start(world)  # the kept checkout is reused as it is
+    assert (worktree / "new.txt").read_text() == "x\n"
+    capsys.readouterr()
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref, "--force", "--dry-run") == 0
+    assert (
+        f"{ITEM.ref}: would remove the checkout {worktree} — 1 uncommitted file would be "
+        "discarded (--force)\n"
+    ) in capsys.readouterr().out
+    assert worktree.is_dir()
+    assert world.run("sessions", "reset", "--work-item", ITEM.ref, "--force") == 0
+    assert (
+        f"{ITEM.ref}: removed the checkout {worktree} — 1 uncommitted file was discarded "
+        "(--force)\n"
+    ) in capsys.readouterr().out
+    assert not worktree.exists()
 
 
 def test_a_closed_record_whose_agent_still_runs_is_ended_by_reset(

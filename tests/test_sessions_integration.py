@@ -429,8 +429,8 @@ def test_the_whole_life_of_a_session_from_start_to_cleanup(loop: Loop):
     code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
     assert code == 0
     assert out == (
-        f"{ITEM}: closed the command session; kept tmux {TARGET} for its transcript; "
-        "removed its checkout\n"
+        f"{ITEM}: closed the command session; kept tmux {TARGET} for its transcript\n"
+        f"{ITEM}: removed the checkout {loop.worktree} (clean)\n"
     )
     [row] = loop.listing()
     assert (row["status"], row["control"]) == ("closed", "stop")
@@ -690,7 +690,7 @@ def test_cleanup_dry_run_says_what_would_go_and_changes_nothing(loop: Loop):
     assert code == 0
     assert out == (
         f"{ITEM}: would end tmux session {TARGET}\n"
-        f"{ITEM}: would remove checkout {loop.worktree} — uncommitted work in it would be lost\n"
+        f"{ITEM}: would remove the checkout {loop.worktree} (clean)\n"
         f"{ITEM}: would remove the session record\n"
         f"{ITEM}: would clean up (dry run — nothing was changed)\n"
     )

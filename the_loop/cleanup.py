@@ -3,14 +3,16 @@
 Pure orchestration over injected collaborators (``dispatcher.md`` § cleanup): the
 retention settings do not apply, the session record goes (its channel cursors with
 it), ``cleanup`` is recorded in control, and every other portable section is kept.
+A checkout holding the agent's work is kept unless forced (the injected removal
+applies the one close rule, :mod:`the_loop.dispatch.disposal`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from the_loop.errors import RemovalIncomplete, TheLoopError, describe_error
 from the_loop.eventlog import or_no_events
@@ -25,10 +27,43 @@ if TYPE_CHECKING:
 
 #: Ends one tmux session (harness first); True when a session was there and is now gone.
 EndSession = Callable[[str], bool]
-#: Removes the work item's checkout(s); the paths removed.
-RemoveCheckout = Callable[[WorkItemRef], list[str]]
-#: Finds the checkout(s) a removal would take (used by a dry run only).
-FindCheckouts = Callable[[WorkItemRef], list[str]]
+
+
+class CheckoutFate(Protocol):
+    """What was done (or would be) with one checkout: removed, or kept because it holds
+    work, with the counts (the dispatch layer's ``CheckoutDisposal`` is one)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def removed(self) -> bool: ...
+
+    @property
+    def clean(self) -> bool: ...
+
+    @property
+    def uncommitted_files(self) -> int: ...
+
+    @property
+    def unpushed_commits(self) -> int: ...
+
+    @property
+    def unreadable(self) -> str: ...
+
+    @property
+    def forced_by(self) -> str: ...
+
+    @property
+    def branch_kept(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+#: Removes the work item's checkout(s) the close rule lets go; what it did with each.
+RemoveCheckout = Callable[[WorkItemRef], Sequence[CheckoutFate]]
+#: What a removal would do with each existing checkout (used by a dry run only).
+FindCheckouts = Callable[[WorkItemRef], Sequence[CheckoutFate]]
 #: The tmux session name the dispatcher gives a work item (found from the ref alone).
 TmuxNameOf = Callable[[WorkItemRef], str]
 
@@ -37,11 +72,12 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class CleanupOutcome:
-    """What a cleanup did (or, on a dry run, would do) for one work item."""
+    """What a cleanup did (or, on a dry run, would do) for one work item; ``checkouts``
+    holds each checkout removed and each one kept because it holds work."""
 
     ref: str
     tmux_killed: tuple[str, ...] = ()
-    checkouts_removed: tuple[str, ...] = ()
+    checkouts: tuple[CheckoutFate, ...] = ()
     record_removed: bool = False
     control_recorded: bool = False
     errors: tuple[str, ...] = ()
@@ -51,11 +87,21 @@ class CleanupOutcome:
     def ok(self) -> bool:
         return not self.errors
 
+    @property
+    def checkouts_removed(self) -> tuple[str, ...]:
+        return tuple(done.path for done in self.checkouts if done.removed)
+
+    @property
+    def checkouts_kept(self) -> tuple[str, ...]:
+        return tuple(done.path for done in self.checkouts if not done.removed)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "ref": self.ref,
             "tmuxKilled": list(self.tmux_killed),
             "checkoutsRemoved": list(self.checkouts_removed),
+            "checkoutsKept": list(self.checkouts_kept),
+            "checkouts": [done.to_dict() for done in self.checkouts],
             "recordRemoved": self.record_removed,
             "controlRecorded": self.control_recorded,
             "errors": list(self.errors),
@@ -113,7 +159,7 @@ def cleanup_work_item(
     outcome = CleanupOutcome(
         ref=ref.ref,
         tmux_killed=tuple(killed),
-        checkouts_removed=tuple(removed or ()),
+        checkouts=tuple(removed or ()),
         record_removed=bool(record_removed),
         control_recorded=bool(recorded),
         errors=tuple(errors),
@@ -134,6 +180,7 @@ def _emit_cleaned(
         tmux_killed=list(outcome.tmux_killed),
         checkout_removed=bool(outcome.checkouts_removed),
         checkouts=list(outcome.checkouts_removed),
+        checkouts_kept=list(outcome.checkouts_kept),
         record_removed=outcome.record_removed,
         control_recorded=outcome.control_recorded,
         errors=list(outcome.errors),
@@ -157,7 +204,7 @@ def _planned(
     return CleanupOutcome(
         ref=ref.ref,
         tmux_killed=tuple(names),
-        checkouts_removed=tuple(found or ()),
+        checkouts=tuple(found or ()),
         record_removed=registry.record_status(ref) != "absent",
         control_recorded=control is not None,
         errors=tuple(errors),
@@ -175,15 +222,15 @@ def _end_sessions(names: list[str], end_session: EndSession | None, errors: list
 
 def _remove_checkouts(
     ref: WorkItemRef, remove_checkout: RemoveCheckout | None, errors: list[str]
-) -> list[str]:
-    """The checkouts removed, those removed before a failure included."""
+) -> list[CheckoutFate]:
+    """What was done with each checkout, those removed (or kept) before a failure included."""
     if remove_checkout is None:
         return []
     try:
-        return _attempt(errors, "checkout", partial(remove_checkout, ref)) or []
+        return list(_attempt(errors, "checkout", partial(remove_checkout, ref)) or [])
     except RemovalIncomplete as error:
         errors.append(f"checkout: {error}")
-        return list(error.removed)
+        return list(error.done)
 
 
 def _drop_record(registry: SessionRegistry, ref: WorkItemRef) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable
+from typing import Any
 
 #: Success.
 EXIT_OK = 0
@@ -92,8 +93,12 @@ def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
 
 
 class RemovalIncomplete(TheLoopError):
-    """A removal of several things that failed part-way: ``removed`` names what went."""
+    """A removal of several things that failed part-way: ``removed`` names what went;
+    ``done`` is what the remover did with each thing, in its own terms (may be empty)."""
 
-    def __init__(self, message: str, *, removed: tuple[str, ...]) -> None:
+    def __init__(
+        self, message: str, *, removed: tuple[str, ...], done: tuple[Any, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.removed = removed
+        self.done = done

@@ -40,8 +40,8 @@ EVENT_TYPES: dict[str, str] = {
     "session.pr_linked": "A pull request was linked to a work item's session record "
     "(work_item, pull_request).",
     "session.cleaned": "Every local resource of a work item was released (work_item, actor, "
-    "command_source, tmux_killed, checkout_removed, checkouts, record_removed, control_recorded, "
-    "errors).",
+    "command_source, tmux_killed, checkout_removed, checkouts, checkouts_kept: those holding "
+    "work, left in place, record_removed, control_recorded, errors).",
     "session.reset": "A work item's local CLI state was reset (work_item, actor, removed: the "
     "pieces erased — workspace|session|control|poll|pullRequests|channels|record, empty when "
     "nothing was found; foreign: the keys another release wrote, erased with the record; "

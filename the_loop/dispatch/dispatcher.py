@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.dispatch.settings import DispatchSettings
-from the_loop.dispatch.teardown import STEP_ERRORS, SessionCloseError, Teardown
+from the_loop.dispatch.teardown import STEP_ERRORS, CloseReport, SessionCloseError, Teardown
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError, or_ignore_warnings
 from the_loop.eventlog import or_no_events
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from the_loop.portable.store import WorkItemStore
     from the_loop.sessions.registry import SessionRegistry
 
-__all__ = ["DispatchSettings", "Dispatcher", "SessionCloseError", "SpawnResult"]
+__all__ = ["CloseReport", "DispatchSettings", "Dispatcher", "SessionCloseError", "SpawnResult"]
 
 _STEP_NAMES = {
     "lock": "taking the spawn lock",
@@ -265,13 +265,18 @@ class Dispatcher:
     # -- close ---------------------------------------------------------------------
 
     def close_session(
-        self, session: Session, reason: str = "", *, keep_tmux: bool | None = None
-    ) -> bool:
+        self,
+        session: Session,
+        reason: str = "",
+        *,
+        keep_tmux: bool | None = None,
+        force: bool = False,
+    ) -> CloseReport:
         """Close the record, end every endpoint's tmux session (kept for its transcript
         when ``keep_tmux``, default ``routing.tmux.keepSessionOnClose``), remove the
-        checkout(s) unless configured to keep them. True exactly when a checkout was
-        removed; failures raise :class:`SessionCloseError` after the record is closed."""
-        return self.teardown.close(session, reason, keep_tmux=keep_tmux)
+        checkout(s) unless configured to keep them, each only when clean or forced.
+        Failures raise :class:`SessionCloseError` after the record is closed."""
+        return self.teardown.close(session, reason, keep_tmux=keep_tmux, force=force)
 
     def checkout_paths(self, ref: WorkItemRef, record: Session | None = None) -> list[Path]:
         """The checkouts a close of ``record`` removes (see :meth:`Teardown.checkout_paths`)."""

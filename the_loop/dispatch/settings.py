@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from the_loop.dispatch.disposal import REMOVE_DIRTY_KEY
 from the_loop.repository_file import FrozenChoices
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ class DispatchSettings:
     kill_harness_on_close: bool = True
     harness_kill_grace_seconds: float = 5.0
     keep_checkout_on_close: bool = False
+    remove_dirty_checkouts: bool = False
     defaults: FrozenChoices = field(default_factory=FrozenChoices)
 
     @classmethod
@@ -35,6 +37,7 @@ class DispatchSettings:
             kill_harness_on_close=config.get_bool("routing.tmux.killHarnessOnClose", True),
             harness_kill_grace_seconds=config.get_float("routing.tmux.harnessKillGraceSeconds", 5),
             keep_checkout_on_close=config.get_bool("routing.workspace.keepCheckoutOnClose", False),
+            remove_dirty_checkouts=config.get_bool(REMOVE_DIRTY_KEY, False),
             defaults=FrozenChoices(
                 session_per_pr=config.get_str("routing.sessionPerPr", ""),
                 model=config.get_str("routing.model", ""),

@@ -3,7 +3,9 @@
 Worktree strategy: a shared clone at ``<root>/<host>/<owner>/<repo>`` and a
 worktree per item at ``<root>/.worktrees/<host>/<owner>/<repo>/<slug>``.
 Clone strategy: a full clone at ``<root>/.work-items/<slug>/<host>/<owner>/<repo>``.
-Work on one repository is serialised by a lock under ``<root>/.locks``.
+Either way the checkout is on its own branch, ``loop/<slug>`` (``--branch`` aside), so
+the agent's commits are reachable by name. Work on one repository is serialised by a
+lock under ``<root>/.locks``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ STRATEGIES: tuple[Strategy, ...] = ("worktree", "clone")
 WORKTREES_DIR = ".worktrees"
 WORK_ITEMS_DIR = ".work-items"
 LOCKS_DIR = ".locks"
+#: The branch a work item's checkout is on when no ``--branch`` was asked for.
+BRANCH_PREFIX = "loop/"
 _COMPONENT = re.compile(r"[A-Za-z0-9._~:-]+\Z")
 _BRANCH_REFUSED = re.compile(r"[\s\x00-\x1f\x7f~^:?*\[\\]|\.\.|@\{|^-|^/|/$|\.lock$")
 #: Never ask for credentials on a terminal: a clone that needs them fails instead.
@@ -68,22 +72,33 @@ _GIT_ENV: dict[str, str | None] = {
 
 @dataclass(frozen=True)
 class Checkout:
-    """A prepared checkout; ``created`` is False when an existing one was reused."""
+    """A prepared checkout; ``created`` is False when an existing one was reused.
+
+    ``branch`` is the branch a created checkout was put on ("" for a reused one).
+    """
 
     path: Path
     created: bool
     strategy: str
+    branch: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "created": self.created, "strategy": self.strategy}
+        return {
+            "path": str(self.path),
+            "created": self.created,
+            "strategy": self.strategy,
+            "branch": self.branch,
+        }
 
 
 @dataclass(frozen=True)
 class CheckoutStatus:
-    """What removing a checkout would lose."""
+    """What removing a checkout would lose; ``branch`` is the branch checked out ("" when
+    HEAD is detached)."""
 
     uncommitted_files: int
     unpushed_commits: int
+    branch: str = ""
 
     @property
     def clean(self) -> bool:
@@ -197,8 +212,10 @@ class Workspace:
         return True
 
     def prepare(self, ref: WorkItemRef, *, branch: str | None = None) -> Checkout:
-        """Create ``ref``'s checkout at the default branch or at ``branch`` (a local branch
-        tracking ``origin/<branch>``); an existing checkout is reused as it is.
+        """Create ``ref``'s checkout on ``branch`` (a local branch tracking ``origin/<branch>``)
+        or on ``loop/<slug>``: the local branch when the shared clone has one, else tracking
+        ``origin/loop/<slug>`` when the remote has it, else new from the default branch.
+        An existing checkout is reused as it is.
 
         On failure the checkout and a shared clone this call made are removed (empty
         directories shared with other repositories may stay), then ``DispatchError``
@@ -212,14 +229,24 @@ class Workspace:
                 if not (path / ".git").exists():
                     raise DispatchError(
                         f"{path} exists but is not a git checkout; "
-                        f"run `the-loop sessions cleanup --work-item {ref.ref}` first"
+                        f"run `the-loop sessions cleanup --force --work-item {ref.ref}` first"
                     )
                 return Checkout(path, created=False, strategy=self.strategy)
             if self.strategy == "clone":
                 self._clone_checkout(ref, path, branch)
             else:
                 self._worktree_checkout(ref, path, branch)
-        return Checkout(path, created=True, strategy=self.strategy)
+        chosen = branch or self.branch_for(ref)
+        return Checkout(path, created=True, strategy=self.strategy, branch=chosen)
+
+    def branch_for(self, ref: WorkItemRef) -> str:
+        """``loop/<slug>``: the branch of ``ref``'s checkout when no ``--branch`` is given."""
+        return BRANCH_PREFIX + _component(ref.slug, "slug")
+
+    def keeps_branches(self, path: Path) -> bool:
+        """True when removing the checkout at ``path`` leaves its branch behind (a worktree:
+        the branch lives in the shared clone); False for a clone, which goes whole."""
+        return self._shared_clone_of(self._checked(path)) is not None
 
     def remove(self, path: Path) -> bool:
         """Remove the checkout at ``path``; True exactly when one was there and is now gone.
@@ -244,12 +271,21 @@ class Workspace:
         return existed and not (path.exists() or path.is_symlink())
 
     def status(self, path: Path) -> CheckoutStatus:
-        """Uncommitted files and commits on HEAD that no remote-tracking branch holds."""
+        """Uncommitted files (tracked changes and untracked files, not ignored ones) and
+        commits on HEAD that no remote-tracking branch holds (with no remote-tracking branch
+        at all, every commit). ``DispatchError`` when ``path`` is no git checkout."""
         path = self._checked(path)
+        if not (path / ".git").exists():
+            raise DispatchError(f"{path} is not a git checkout")
         porcelain = self._git(path, "status", "--porcelain", "--untracked-files=all").stdout
         uncommitted = sum(1 for line in porcelain.splitlines() if line.strip())
-        count = self._git(path, "rev-list", "--count", "HEAD", "--not", "--remotes").stdout
-        return CheckoutStatus(uncommitted_files=uncommitted, unpushed_commits=int(count.strip()))
+        unpushed = 0
+        if self._git(path, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0:
+            count = self._git(path, "rev-list", "--count", "HEAD", "--not", "--remotes").stdout
+            unpushed = int(count.strip())
+        head = self._git(path, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        branch = head.stdout.strip() if head.returncode == 0 else ""
+        return CheckoutStatus(uncommitted, unpushed, branch)
 
     # -- preparing -----------------------------------------------------------------
 
@@ -258,6 +294,12 @@ class Workspace:
         with self._undo_on_failure(path):
             url = self.source_url(ref)
             self._git(None, "clone", *branch_args, "--", url, str(path))
+            if not branch:
+                own = self.branch_for(ref)
+                remote = (
+                    ["--track", f"origin/{own}"] if self._has_commit(path, f"origin/{own}") else []
+                )
+                self._git(path, "checkout", "--quiet", "-b", own, *remote)
 
     def _worktree_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> None:
         shared = self._checked(self.shared_clone_path(ref))
@@ -269,13 +311,23 @@ class Workspace:
                 raise DispatchError(f"{shared} exists but is not a git clone; remove it first")
             else:
                 self._git(None, "clone", "--no-checkout", "--", url, str(shared))
-            start = self._start_point(shared, url, branch)
+            args = self._worktree_args(ref, shared, url, path, branch)
             with self._undo_on_failure(path, prune=shared):
-                if branch:
-                    args = ["--track", "-B", branch, str(path), start]
-                else:
-                    args = ["--detach", str(path), start]
                 self._git(shared, "worktree", "add", *args)
+
+    def _worktree_args(
+        self, ref: WorkItemRef, shared: Path, url: str, path: Path, branch: str | None
+    ) -> list[str]:
+        """``git worktree add`` arguments: ``branch``, or ``loop/<slug>`` reused or made."""
+        if branch:
+            return ["--track", "-B", branch, str(path), self._start_point(shared, url, branch)]
+        own = self.branch_for(ref)
+        if self._has_ref(shared, f"refs/heads/{own}"):
+            self._git(shared, "worktree", "prune")  # a worktree deleted by hand holds it
+            return [str(path), own]
+        if self._has_commit(shared, f"origin/{own}"):
+            return ["--track", "-b", own, str(path), f"origin/{own}"]
+        return ["--no-track", "-b", own, str(path), self._start_point(shared, url, None)]
 
     def _start_point(self, shared: Path, url: str, branch: str | None) -> str:
         """``origin/<branch>``, or the remote's default branch (``origin/HEAD``)."""
@@ -289,13 +341,12 @@ class Workspace:
         return "origin/HEAD"
 
     def _has_commit(self, repository: Path, name: str) -> bool:
+        """True when the remote-tracking ref ``refs/remotes/<name>`` names a commit."""
+        return self._has_ref(repository, f"refs/remotes/{name}")
+
+    def _has_ref(self, repository: Path, ref: str) -> bool:
         found = self._git(
-            repository,
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            f"refs/remotes/{name}^{{commit}}",
-            check=False,
+            repository, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False
         )
         return found.returncode == 0
 

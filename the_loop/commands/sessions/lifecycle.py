@@ -20,6 +20,7 @@ from the_loop.commands.common import (
     work_item_parent,
 )
 from the_loop.commands.render import Result
+from the_loop.commands.sessions.checkout_lines import checkout_line
 from the_loop.commands.sessions.comments import comment_parent, with_keyword_comment
 from the_loop.commands.sessions.known import require_known
 from the_loop.commands.sessions.release import clean_up, planned_cleanup
@@ -32,7 +33,7 @@ from the_loop.sessions.session import Session
 
 if TYPE_CHECKING:
     from the_loop.cleanup import CleanupOutcome
-    from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.dispatch.dispatcher import CloseReport, Dispatcher
     from the_loop.dispatch.settings import DispatchSettings
 
 
@@ -45,7 +46,8 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="end a live session through the dispatcher's close path",
         description="Close the work item's live session: the record is closed, every "
         "endpoint's harness is ended, the tmux session kept or killed and the checkout "
-        "removed or kept, as configured. Records nothing in control, posts nothing.",
+        "removed or kept, as configured (one holding uncommitted or unpushed work is kept "
+        "unless --force). Records nothing in control, posts nothing.",
     )
     tmux = close.add_mutually_exclusive_group()
     tmux.add_argument(
@@ -62,6 +64,7 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         const=False,
         help="kill the tmux session (default: routing.tmux.keepSessionOnClose)",
     )
+    _add_force(close)
     close.set_defaults(func=run_close, keep_tmux=None)
     start = actions.add_parser(
         "start",
@@ -83,27 +86,55 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         parser = actions.add_parser(
             name, parents=[*parents, item, comment, formats], help=text, description=description
         )
+        if name == "stop":
+            _add_force(parser)
         parser.set_defaults(func=run)
     cleanup = actions.add_parser(
         "cleanup",
         parents=[*parents, item, formats],
         help="release every local resource of a work item",
         description="End every tmux session of the work item, remove its checkout(s) and "
-        "forget its session record, whatever the retention settings; record `cleanup`.",
+        "forget its session record, whatever the retention settings; record `cleanup`. "
+        "A checkout holding uncommitted changes or unpushed commits is kept unless --force.",
     )
     cleanup.add_argument(
         "--dry-run", action="store_true", help="say what would be released; change nothing"
     )
+    _add_force(cleanup)
     cleanup.set_defaults(func=run_cleanup)
+
+
+def _add_force(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="remove the checkout even when it holds uncommitted changes or unpushed commits",
+    )
 
 
 # -- close and stop ----------------------------------------------------------
 
 
-def reported(ref: WorkItemRef, outcome: str, line: str, **facts: Any) -> Result:
-    """The result of a one-item action: ``{"ref", "outcome", ...facts}`` and its text line."""
+def reported(ref: WorkItemRef, outcome: str, line: str, *more: str, **facts: Any) -> Result:
+    """The result of a one-item action: ``{"ref", "outcome", ...facts}`` and its text lines."""
     item = {"ref": ref.ref, "outcome": outcome, **facts}
-    return Result(items=(item,), text=lambda: (line,))
+    return Result(items=(item,), text=lambda: (line, *more))
+
+
+def _closed(
+    ref: WorkItemRef,
+    settings: DispatchSettings,
+    session: Session,
+    report: CloseReport,
+    keep: bool | None,
+) -> Result:
+    """The result of a close: its line, one line per checkout, the facts."""
+    line = _closed_line(settings, session, keep)
+    more = [checkout_line(ref.ref, done) for done in report.checkouts]
+    checkouts = [done.to_dict() for done in report.checkouts]
+    removed = report.checkout_removed
+    facts = {"checkoutRemoved": removed, "checkouts": checkouts, **_facts(session)}
+    return reported(ref, "closed", line, *more, **facts)
 
 
 def _facts(session: Session | None) -> dict[str, Any]:
@@ -121,9 +152,10 @@ def run_close(args: argparse.Namespace) -> Result:
         if session is None:
             raise TheLoopError(f"{ref.ref} has no live session on this machine")
         dispatcher = open_dispatcher(context, stores)
-        removed = dispatcher.close_session(session, "sessions close", keep_tmux=args.keep_tmux)
-    line = _closed_line(dispatcher.settings, session, removed, args.keep_tmux)
-    return reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
+        report = dispatcher.close_session(
+            session, "sessions close", keep_tmux=args.keep_tmux, force=args.force
+        )
+    return _closed(ref, dispatcher.settings, session, report, args.keep_tmux)
 
 
 def run_stop(args: argparse.Namespace) -> Result:
@@ -139,26 +171,22 @@ def run_stop(args: argparse.Namespace) -> Result:
         _record(context, stores, ref, STOP)
         if session is None or dispatcher is None:
             line = f"{ref.ref}: recorded stop; no live session on this machine"
-            result = reported(ref, "recorded", line, checkoutRemoved=False, **_facts(None))
+            facts: dict[str, Any] = {"checkoutRemoved": False, "checkouts": [], **_facts(None)}
+            result = reported(ref, "recorded", line, **facts)
         else:
-            removed = dispatcher.close_session(session, "stop")
-            line = _closed_line(dispatcher.settings, session, removed, None)
-            result = reported(ref, "closed", line, checkoutRemoved=removed, **_facts(session))
+            report = dispatcher.close_session(session, "stop", force=args.force)
+            result = _closed(ref, dispatcher.settings, session, report, None)
     return with_keyword_comment(result, args.comment, context, stores, ref, STOP)
 
 
-def _closed_line(
-    settings: DispatchSettings, session: Session, removed: bool, keep: bool | None
-) -> str:
+def _closed_line(settings: DispatchSettings, session: Session, keep: bool | None) -> str:
     parts = [f"{session.ref}: closed the {session.harness or 'agent'} session"]
     targets = [endpoint.tmux_target for endpoint in session.endpoints() if endpoint.tmux_target]
     if targets:
         kept = keep if keep is not None else settings.keep_session_on_close
         names = ", ".join(targets)
         parts.append(f"kept tmux {names} for its transcript" if kept else f"killed tmux {names}")
-    if removed:
-        parts.append("removed its checkout")
-    elif session.cwd and settings.keep_checkout_on_close:
+    if session.cwd and settings.keep_checkout_on_close:
         parts.append(f"kept its checkout {session.cwd}")
     return "; ".join(parts)
 
@@ -279,10 +307,10 @@ def run_cleanup(args: argparse.Namespace) -> Result:
     dispatcher = open_dispatcher(context, stores)
     require_known(stores, ref, lambda: dispatcher)
     if args.dry_run:
-        outcome = planned_cleanup(dispatcher, ref)
+        outcome = planned_cleanup(dispatcher, ref, force=args.force)
     else:
         with stores.registry.spawn_lock(ref):  # after a spawn under way, not during it
-            outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli")
+            outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli", force=args.force)
     return Result(
         items=(outcome.to_dict(),),
         text=lambda: cleanup_lines(outcome),
@@ -296,12 +324,8 @@ def cleanup_lines(outcome: CleanupOutcome) -> list[str]:
     """The text report of a cleanup (its errors are the result's, printed after)."""
     ref, dry = outcome.ref, outcome.dry_run
     end, remove = ("would end", "would remove") if dry else ("ended", "removed")
-    lost = "would be lost" if dry else "is gone"
     lines = [f"{ref}: {end} tmux session {name}" for name in outcome.tmux_killed]
-    lines += [
-        f"{ref}: {remove} checkout {path} — uncommitted work in it {lost}"
-        for path in outcome.checkouts_removed
-    ]
+    lines += [checkout_line(ref, done, dry_run=dry) for done in outcome.checkouts]
     if outcome.record_removed:
         lines.append(f"{ref}: {remove} the session record")
     return [*lines, f"{ref}: {_cleanup_verdict(outcome, released=bool(lines))}"]

@@ -7,6 +7,7 @@ its tmux naming; :func:`the_loop.cleanup.cleanup_work_item` decides what to rele
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item
@@ -17,16 +18,22 @@ if TYPE_CHECKING:
 
 
 def clean_up(
-    dispatcher: Dispatcher, ref: WorkItemRef, *, actor: str = "", source: str = "cli"
+    dispatcher: Dispatcher,
+    ref: WorkItemRef,
+    *,
+    actor: str = "",
+    source: str = "cli",
+    force: bool = False,
 ) -> CleanupOutcome:
-    """Release every local resource of ``ref`` whatever the retention settings say;
-    works with no record at all (the tmux name is found from the ref alone)."""
+    """Release every local resource of ``ref`` whatever the retention settings say, but a
+    checkout holding work only when ``force`` (or ``removeDirtyCheckouts``); works with no
+    record at all (the tmux name is found from the ref alone)."""
     teardown = dispatcher.teardown
     return cleanup_work_item(
         ref,
         registry=dispatcher.registry,
         end_session=teardown.end_tmux_session,
-        remove_checkout=teardown.remove_checkouts_of,
+        remove_checkout=partial(teardown.remove_checkouts_of, force=force),
         actor=actor,
         source=source,
         events=dispatcher.events,
@@ -35,14 +42,17 @@ def clean_up(
     )
 
 
-def planned_cleanup(dispatcher: Dispatcher, ref: WorkItemRef) -> CleanupOutcome:
-    """What a cleanup would release: running tmux sessions, existing checkouts, the record."""
+def planned_cleanup(
+    dispatcher: Dispatcher, ref: WorkItemRef, *, force: bool = False
+) -> CleanupOutcome:
+    """What a cleanup would release: running tmux sessions, existing checkouts (each kept
+    or removed as the real run would), the record."""
     plan = cleanup_work_item(
         ref,
         registry=dispatcher.registry,
         dry_run=True,
         control=dispatcher.control_store,
-        find_checkouts=dispatcher.teardown.existing_checkouts_of,
+        find_checkouts=partial(dispatcher.teardown.existing_checkouts_of, force=force),
         tmux_name=dispatcher.tmux_target_for,
     )
     running = tuple(name for name in plan.tmux_killed if dispatcher.tmux.liveness(name) != "absent")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from the_loop.commands.common import Context
     from the_loop.commands.stores import Stores
     from the_loop.dispatch.dispatcher import Dispatcher
+    from the_loop.dispatch.disposal import CheckoutDisposal
     from the_loop.dispatch.factory import Adapters
     from the_loop.ref import WorkItemRef
     from the_loop.reset import ResetOutcome
@@ -53,17 +54,33 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="report what would be removed; change nothing"
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="remove a live item's checkout even when it holds uncommitted or unpushed work",
+    )
     parser.set_defaults(func=run)
 
 
 class LazyClose:
-    """The close callable: builds the dispatcher on the first live session, once."""
+    """The close callable: builds the dispatcher on the first live session, once.
 
-    def __init__(self, build: Callable[[], Dispatcher], on_unavailable: Callable[[str], None]):
+    ``checkouts`` says, per ref, what each close did with the item's checkouts.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[], Dispatcher],
+        on_unavailable: Callable[[str], None],
+        *,
+        force: bool = False,
+    ) -> None:
         self._build = build
         self._on_unavailable = on_unavailable
+        self._force = force
         self._dispatcher: Dispatcher | None = None
         self._problem = ""
+        self.checkouts: dict[str, tuple[CheckoutDisposal, ...]] = {}
 
     def __call__(self, session: Session) -> bool:
         if self._dispatcher is None and not self._problem:
@@ -74,7 +91,15 @@ class LazyClose:
                 self._on_unavailable(self._problem)
         if self._dispatcher is None:
             raise TheLoopError(f"the dispatcher is unavailable: {self._problem}")
-        removed = self._dispatcher.close_session(session, reason="reset")
+        from the_loop.dispatch.teardown import SessionCloseError
+
+        try:
+            report = self._dispatcher.close_session(session, reason="reset", force=self._force)
+        except SessionCloseError as error:
+            self.checkouts[session.ref] = error.checkouts
+            raise
+        self.checkouts[session.ref] = report.checkouts
+        removed = report.checkout_removed
         running = [
             endpoint.tmux_target
             for endpoint in session.endpoints()
@@ -163,11 +188,12 @@ def _run(args: argparse.Namespace, context: Context, stores: Stores) -> Result:
         summary = {"dryRun": args.dry_run}
         return Result(summary=summary, errors=(NOTHING_AT_ALL,), exit_code=EXIT_FAILED)
     adapters = Adapters(context.config)  # one tmux runner and workspace, built on first use
-    outcomes, problems = _reset_all(args, context, stores, adapters, items)
-    previews = _checkout_previews(context, stores, adapters, outcomes) if args.dry_run else {}
+    outcomes, problems, checkouts = _reset_all(args, context, stores, adapters, items)
+    if args.dry_run:
+        checkouts = _planned_checkouts(args, context, stores, adapters, outcomes)
     failed = problems or not all(outcome.ok for outcome in outcomes)
     exit_code = EXIT_FAILED if failed else EXIT_OK
-    return reported(outcomes, previews, problems, dry_run=args.dry_run, exit_code=exit_code)
+    return reported(outcomes, checkouts, problems, dry_run=args.dry_run, exit_code=exit_code)
 
 
 def _refuse_an_unwritable_log(context: Context, *, dry_run: bool) -> None:
@@ -201,12 +227,12 @@ def _reset_all(
     stores: Stores,
     adapters: Adapters,
     items: list[WorkItemRef],
-) -> tuple[list[ResetOutcome], list[str]]:
+) -> tuple[list[ResetOutcome], list[str], dict[str, tuple[CheckoutDisposal, ...]]]:
     """Reset every item in one store batch; then make every removal durable.
 
-    Returns the outcomes and the problems of the batch's end (the deferred directory
-    syncs), which concern no single item. An item that raises gets that as its error;
-    the others are still reset.
+    Returns the outcomes, the problems of the batch's end (the deferred directory
+    syncs), which concern no single item, and per ref what the close did with its
+    checkouts. An item that raises gets that as its error; the others are still reset.
     """
     from the_loop.commands.stores import open_dispatcher
     from the_loop.errors import describe_unexpected
@@ -217,7 +243,7 @@ def _reset_all(
         warn(f"cannot end live sessions ({problem}); resetting the records only")
 
     build = partial(open_dispatcher, context, stores, adapters)
-    close = None if args.dry_run else LazyClose(build, unavailable)
+    close = None if args.dry_run else LazyClose(build, unavailable, force=args.force)
     running = RunningHarnesses(adapters)
     actor = context.actor  # looked up once: it reads the password database
     syncs = DirectorySyncs()
@@ -248,7 +274,7 @@ def _reset_all(
         syncs.flush()
     except OSError as error:
         problems.append(f"could not make the removals durable: {describe_error(error)}")
-    return outcomes, problems
+    return outcomes, problems, close.checkouts if close is not None else {}
 
 
 class RunningHarnesses:
@@ -269,23 +295,28 @@ class RunningHarnesses:
         return bool(self._live and targets & self._live)
 
 
-def _checkout_previews(
-    context: Context, stores: Stores, adapters: Adapters, outcomes: list[ResetOutcome]
-) -> dict[str, str]:
-    """For each live item on a dry run: what removing its checkout would lose."""
+def _planned_checkouts(
+    args: argparse.Namespace,
+    context: Context,
+    stores: Stores,
+    adapters: Adapters,
+    outcomes: list[ResetOutcome],
+) -> dict[str, tuple[CheckoutDisposal, ...]]:
+    """For each live item on a dry run: what its close would do with each checkout, by
+    the rule a real run applies (the same counts)."""
+    from the_loop.dispatch.disposal import forced_by
     from the_loop.dispatch.settings import DispatchSettings
+    from the_loop.dispatch.teardown import planned_disposals
 
+    settings = DispatchSettings.from_config(context.config)
     live = [outcome for outcome in outcomes if outcome.was_live]
-    if not live or DispatchSettings.from_config(context.config).keep_checkout_on_close:
+    if not live or settings.keep_checkout_on_close:
         return {}
-    from the_loop.commands.sessions.reset_report import describe_checkout
-
-    workspace = adapters.workspace
-    previews: dict[str, str] = {}
+    force = forced_by(args.force, settings.remove_dirty_checkouts)
+    planned: dict[str, tuple[CheckoutDisposal, ...]] = {}
     for outcome in live:
         session = stores.registry.find_by_work_item(outcome.ref, include_closed=True)
         if session is not None:
-            preview = describe_checkout(workspace, session)
-            if preview:
-                previews[outcome.ref] = preview
-    return previews
+            ref = session.work_item
+            planned[outcome.ref] = planned_disposals(adapters.workspace, ref, session, force)
+    return planned
