@@ -88,3 +88,42 @@ def test_concurrent_writers_of_different_sections_lose_no_update(tmp_path: Path)
     assert invalid.value == 0
     index = json.loads((portable / "index.json").read_text())
     assert index["workItems"][0]["pullRequests"] == ["github:octo/lib#1", "github:octo/lib#2"]
+
+
+def write_own_items(portable: str, locks: str, writer: int, start: Event) -> None:
+    """Child process: create, rewrite and delete records of its own refs, one write each."""
+    store = WorkItemStore(Path(portable), locks_dir=Path(locks))
+    start.wait()
+    refs = [f"github:octo/app-{writer}#{number}" for number in range(1, 61)]
+    for ref in refs:
+        store.write_section(ref, CONTROL, {"count": 1})
+    for ref in refs[::3]:
+        store.write_section(ref, POLL, {"count": 2})
+    for ref in refs[1::3]:
+        store.write_section(ref, CONTROL, None)
+
+
+@pytest.mark.slow
+def test_after_concurrent_writers_of_different_records_the_index_equals_a_rebuild(
+    tmp_path: Path,
+) -> None:
+    portable, locks = tmp_path / "portable", tmp_path / "locks" / "portable"
+    store = WorkItemStore(portable, locks_dir=locks)
+    store.write_section(APP, CONTROL, {"count": 0})
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    writers = [
+        context.Process(target=write_own_items, args=(str(portable), str(locks), number, start))
+        for number in range(4)
+    ]
+    for process in writers:
+        process.start()
+    start.set()
+    for process in writers:
+        process.join(timeout=120)
+
+    assert [process.exitcode for process in writers] == [0] * len(writers)
+    written = (portable / "index.json").read_bytes()
+    store.rebuild_index()
+    assert (portable / "index.json").read_bytes() == written
+    assert len(json.loads(written)["workItems"]) == 1 + 4 * 40

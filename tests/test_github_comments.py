@@ -16,11 +16,17 @@ import pytest
 from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
 from tests.helpers.world import World
 from the_loop.github import GitHubError, api_url_for, post_issue_comment
+from the_loop.polling.github_comment import AGENT_COMMENT_MARKER
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import Session
 
 ITEM = "github:octo/app#15"
 TOKEN = "ghp_secret-token-value"
+
+
+def echo(keyword: str) -> dict[str, str]:
+    """The body the-loop posts for ``keyword``: the keyword line, then the marker."""
+    return {"body": f"{keyword}\n\n{AGENT_COMMENT_MARKER}"}
 
 
 @dataclass
@@ -137,7 +143,7 @@ def test_the_keyword_is_posted_with_the_token_and_the_api_headers(
     assert run(config, verb, "--work-item", ITEM) == 0
     [request] = github.requests
     assert (request.method, request.path) == ("POST", "/repos/octo/app/issues/15/comments")
-    assert request.body == {"body": verb}
+    assert request.body == echo(verb)
     assert request.headers["authorization"] == f"Bearer {TOKEN}"
     assert request.headers["accept"] == "application/vnd.github+json"
     assert request.headers["x-github-api-version"] == "2022-11-28"
@@ -159,7 +165,7 @@ def test_start_posts_start_after_the_session_was_spawned(
     monkeypatch.setenv("GH_TOKEN", TOKEN)
     config = write_config(tmp_path, github.url, socket=tmux_socket)
     assert run(config, "start", "--work-item", ITEM) == 0
-    assert [request.body for request in github.requests] == [{"body": "start"}]
+    assert [request.body for request in github.requests] == [echo("start")]
     assert len(events(tmp_path, "session.spawned")) == 1
 
 
@@ -246,7 +252,7 @@ def test_the_config_can_turn_the_default_off_and_the_flag_back_on(
     assert run(config, "pause", "--work-item", ITEM) == 0
     assert github.requests == []
     assert run(config, "pause", "--work-item", ITEM, "--comment") == 0
-    assert [request.body for request in github.requests] == [{"body": "pause"}]
+    assert [request.body for request in github.requests] == [echo("pause")]
 
 
 def test_a_ref_of_another_provider_is_refused_and_nothing_is_posted(
@@ -283,3 +289,14 @@ def test_posting_without_a_token_or_to_a_non_http_url_is_refused():
         post_issue_comment(ref, "stop", token="")
     with pytest.raises(GitHubError, match="must be http"):
         post_issue_comment(ref, "stop", token=TOKEN, api_url="file:///etc")
+
+
+def test_every_posted_body_keeps_its_text_first_and_carries_the_marker_once(github: FakeGitHub):
+    ref = WorkItemRef.parse(ITEM)
+    post_issue_comment(ref, "gave up on comment 7\n", token=TOKEN, api_url=github.url)
+    marked = f"already marked\n{AGENT_COMMENT_MARKER}"
+    post_issue_comment(ref, marked, token=TOKEN, api_url=github.url)
+    first, second = (request.body["body"] for request in github.requests)
+    assert first.splitlines()[0] == "gave up on comment 7"
+    assert first.endswith(f"\n{AGENT_COMMENT_MARKER}")
+    assert second.count(AGENT_COMMENT_MARKER) == 1

@@ -11,6 +11,7 @@ import pytest
 
 from the_loop.fsio import DirectorySyncs
 from the_loop.layout import LegacyLayout, StateLayout, legacy_layout
+from the_loop.portable.listing import RecordListing
 from the_loop.portable.store import (
     CHANNELS,
     CONTROL,
@@ -413,11 +414,68 @@ def test_a_batch_of_many_writes_rebuilds_the_index_once(layout: StateLayout) -> 
     assert os.listdir(layout.portable_dir) == []
 
 
-def test_writes_outside_a_batch_rebuild_the_index_each_time(layout: StateLayout) -> None:
+def index_equals_a_rebuild(store: WorkItemStore) -> bool:
+    index = store.root / INDEX_FILE
+    written = index.read_bytes() if index.exists() else None
+    store.rebuild_index()
+    return (index.read_bytes() if index.exists() else None) == written
+
+
+def test_writes_outside_a_batch_update_one_entry_once_the_index_is_trusted(
+    layout: StateLayout,
+) -> None:
     store = CountingStore(layout.portable_dir)
-    for number in range(1, 4):
+    for number in (3, 1, 2, 4):
         store.write_section(f"github:octo/app#{number}", CONTROL, START)
-    assert store.rebuilds == 3
+    store.write_section("github:octo/app#2", POLL, LEDGER)
+    store.write_section("github:octo/app#3", CONTROL, None)
+    assert store.rebuilds == 1, "only the first write, which found no stamp, rebuilt"
+    assert index_equals_a_rebuild(store)
+
+
+def test_a_record_added_or_removed_by_another_tool_is_healed_by_the_next_write(
+    store: WorkItemStore,
+) -> None:
+    store.write_section(APP, CONTROL, START)
+    store.write_section(LIB, CONTROL, START)
+    other = store.root / "github-octo-other-3.json"
+    other.write_text(json.dumps({"ref": "github:octo/other#3", "control": START}))
+    store.path_for(LIB).unlink()
+    store.write_section(APP, POLL, LEDGER)
+    listed = [entry["ref"] for entry in on_disk(store.root / INDEX_FILE)["workItems"]]
+    assert listed == [APP, "github:octo/other#3"]
+    assert index_equals_a_rebuild(store)
+
+
+def test_a_hand_edited_index_is_healed_by_the_next_write(store: WorkItemStore) -> None:
+    store.write_section(APP, CONTROL, START)
+    index = store.root / INDEX_FILE
+    index.write_text('{"workItems": [\n  {"ref": "github:a/b#1"}\n]}\n', encoding="utf-8")
+    store.write_section(LIB, CONTROL, START)
+    assert [entry["ref"] for entry in on_disk(index)["workItems"]] == [APP, LIB]
+
+
+def test_a_crash_between_the_record_and_the_index_is_healed_whatever_the_clock_says(
+    store: WorkItemStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.write_section(APP, CONTROL, START)
+    folder = os.stat(store.root)
+
+    class Crash(BaseException):
+        pass
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise Crash
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RecordListing, "update_entry", crash)
+        with pytest.raises(Crash):
+            store.write_section(LIB, CONTROL, START)
+    # The directory's time as if the crashed write fell in the same clock tick.
+    os.utime(store.root, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+    assert [entry["ref"] for entry in on_disk(store.root / INDEX_FILE)["workItems"]] == [APP]
+    store.write_section(APP, POLL, LEDGER)
+    assert [entry["ref"] for entry in on_disk(store.root / INDEX_FILE)["workItems"]] == [APP, LIB]
 
 
 def test_a_batch_that_writes_nothing_leaves_the_index_alone(layout: StateLayout) -> None:

@@ -2,8 +2,10 @@
 
 :func:`post_issue_comment` sends ``POST /repos/{owner}/{repo}/issues/{n}/comments``
 with a bearer token and raises :class:`GitHubError` (a sentence without the token)
-when anything goes wrong. It never reads the config or the environment itself:
-the caller passes the token (:func:`token_from_environment`) and the API URL.
+when anything goes wrong. Every body it posts carries :data:`AGENT_COMMENT_MARKER`
+after its text, so the poller never takes the-loop's own words for a person's. It
+never reads the config or the environment itself: the caller passes the token
+(:func:`token_from_environment`) and the API URL.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from the_loop import __version__
+from the_loop.comment_marker import AGENT_COMMENT_MARKER
 from the_loop.errors import TheLoopError
 from the_loop.ref import DEFAULT_GITHUB_HOST, WorkItemRef
 
@@ -61,6 +64,14 @@ def issue_comments_url(ref: WorkItemRef, api_url: str) -> str:
     return f"{api_url.rstrip('/')}/repos/{owner}/{repo}/issues/{ref.number}/comments"
 
 
+def marked_body(body: str) -> str:
+    """``body`` as the-loop posts it: its text first (what people read), then, on a line
+    of its own, the marker (an HTML comment, invisible on GitHub). Idempotent."""
+    if AGENT_COMMENT_MARKER in body:
+        return body
+    return f"{body.rstrip(chr(10))}\n\n{AGENT_COMMENT_MARKER}"
+
+
 def post_issue_comment(
     ref: WorkItemRef,
     body: str,
@@ -70,7 +81,8 @@ def post_issue_comment(
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     urlopen: Opener = urllib.request.urlopen,
 ) -> str:
-    """Post ``body`` as a comment on ``ref``; return the comment's web URL (``""`` if unsaid).
+    """Post ``body`` (with the marker: :func:`marked_body`) as a comment on ``ref``; return
+    the comment's web URL (``""`` if unsaid).
 
     Raises :class:`GitHubError` for a refused request, an unreachable host, a
     timeout, a missing token or a non-GitHub ref.
@@ -85,7 +97,7 @@ def post_issue_comment(
         raise GitHubError(f"refusing GitHub API URL {api_url!r}: it must be http(s)")
     request = urllib.request.Request(
         url,
-        data=json.dumps({"body": body}).encode("utf-8"),
+        data=json.dumps({"body": marked_body(body)}).encode("utf-8"),
         method="POST",
         headers={
             "Authorization": f"Bearer {token}",

@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
 
 def rows_document(
     key: str,
@@ -25,12 +27,17 @@ def rows_document(
     ``before``'s members come first; ``after()`` is called once every row is
     encoded, and its members come last (so they can say what producing the rows said).
     """
-    encode = json.JSONEncoder(ensure_ascii=False).encode
-    body = ",\n".join("  " + encode(row) for row in rows)
+    encode = _ENCODER.encode
+    body = ",\n".join(map(encode_row, rows))
     head = "".join(f"{encode(name)}: {encode(value)}, " for name, value in (before or {}).items())
     tail = "".join(f", {encode(name)}: {encode(value)}" for name, value in _members(after))
     rows_text = f"[\n{body}\n]" if body else "[]"
     return f"{{{head}{encode(key)}: {rows_text}{tail}}}\n"
+
+
+def encode_row(row: Mapping[str, Any]) -> str:
+    """One row as :func:`rows_document` writes it: two spaces, then its JSON on one line."""
+    return "  " + _ENCODER.encode(row)
 
 
 def _members(after: Callable[[], Mapping[str, Any]] | None) -> Iterable[tuple[str, Any]]:

@@ -203,7 +203,7 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "portable/index.json",
         True,
         "derived listing of the records beside it",
-        "a reviewable summary of the portable records; never read by the-loop",
+        "a reviewable summary of the portable records; read only to update its own entries",
     ),
     GeneratedPath(
         "session record",
@@ -253,6 +253,13 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         False,
         "one empty lock file per record, held with flock",
         "serialises read-modify-write across processes",
+    ),
+    GeneratedPath(
+        "index stamp",
+        "locks/portable/index.stamp",
+        False,
+        "the stat of portable/ and of its index when the index last matched the records",
+        "lets a write update one index entry instead of rereading every record",
     ),
     GeneratedPath(
         "spawn locks",

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from the_loop.comment_marker import AGENT_COMMENT_MARKER
 from the_loop.ref import WorkItemRef
 
-#: Every body the-loop posts carries this, so the poller never acts on its own words.
-AGENT_COMMENT_MARKER = "<!-- the-loop:agent-comment -->"
+__all__ = ["AGENT_COMMENT_MARKER", "Comment", "comment_from_json", "parse_timestamp"]
 
 _ISSUE_NUMBER = re.compile(r"/issues/([1-9][0-9]{0,17})\Z")
 

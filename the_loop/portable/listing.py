@@ -2,18 +2,21 @@
 
 Reads go through the store's :class:`~the_loop.records.RecordDirectory`, so a
 snapshot serves them; :class:`~the_loop.portable.store.WorkItemStore` decides when the
-index is rebuilt (after each write, or once per batch).
+index gets one entry spliced in (after a write, when its stamp says it can be trusted)
+and when it is rebuilt from every record (otherwise, and once per batch).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_text
 from the_loop.jsonrows import rows_document
 from the_loop.portable.format import LoadedRecord, RecordSummary, Section, load_record, summarize
-from the_loop.records import RecordDirectory, is_named_for
+from the_loop.portable.index import splice
+from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
 from the_loop.ref import WorkItemRef
 
 #: (ref, file name, record) of one listable record.
@@ -63,17 +66,44 @@ class RecordListing:
         return found
 
     def rebuild_index(self, index_path: Path, *, syncs: DirectorySyncs | None = None) -> None:
-        """Rewrite ``index_path`` from the records (removed when none is left), under the
-        index lock; one entry per line, and left alone when its bytes would not change."""
-        with self._directory.lock_named("index"):
-            summaries = self.summaries(warn=False)
-            if not summaries:
-                remove_file(index_path, syncs=syncs)
-                return
-            text = rows_document("workItems", (summary.to_dict() for summary, _ in summaries))
-            existing = read_bytes(index_path)
-            if existing is None or existing != text.encode("utf-8"):
-                write_text(index_path, text, syncs=syncs)
+        """Rewrite ``index_path`` from the records (removed when none is left); the caller
+        holds the index lock. One entry per line, left alone when its bytes would not change."""
+        summaries = self.summaries(warn=False)
+        text = rows_document("workItems", (summary.to_dict() for summary, _ in summaries))
+        _replace_index(index_path, text if summaries else None, syncs)
+
+    def entry_for(self, item: WorkItemRef) -> dict[str, Any] | None:
+        """``item``'s index entry as a rebuild makes it, reading only the two files that can
+        list it (its plain and its disambiguated name, in listing order); None when neither."""
+        for name in (plain_name(item), disambiguated_name(item)):
+            loaded = self._load(name)
+            if loaded.status == "ok" and loaded.item is not None and loaded.item.ref == item.ref:
+                return summarize(loaded.item, name, loaded.record).to_dict()
+        return None
+
+    def update_entry(
+        self, index_path: Path, item: WorkItemRef, *, syncs: DirectorySyncs | None = None
+    ) -> None:
+        """Splice ``item``'s entry into the index the store last wrote; the caller holds the
+        index lock. ``ValueError`` when the index is not in the store's layout."""
+        existing = read_bytes(index_path)
+        text = existing.decode("utf-8") if existing is not None else None
+        _replace_index(index_path, splice(text, item.ref, self.entry_for(item)), syncs, existing)
 
     def _load(self, name: str) -> LoadedRecord:
         return self._directory.load(name, load_record)
+
+
+def _replace_index(
+    index_path: Path,
+    text: str | None,
+    syncs: DirectorySyncs | None,
+    existing: bytes | None = None,
+) -> None:
+    """Write ``text`` as the index (None: remove it), unless its bytes are already there."""
+    if text is None:
+        remove_file(index_path, syncs=syncs)
+        return
+    current = existing if existing is not None else read_bytes(index_path)
+    if current is None or current != text.encode("utf-8"):
+        write_text(index_path, text, syncs=syncs)

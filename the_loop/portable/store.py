@@ -43,6 +43,7 @@ from the_loop.portable.format import (
     ledger_key,
     load_record,
 )
+from the_loop.portable.index import IndexStamp
 from the_loop.portable.listing import RecordListing
 from the_loop.records import RecordDirectory
 from the_loop.ref import RefLike, WorkItemRef, as_ref
@@ -74,10 +75,11 @@ def _stored_ref(loaded: LoadedRecord) -> str | None:
 class WorkItemStore:
     """Portable records under ``root``; locks under ``locks_dir`` (``<parent>/locks/<name>``).
 
-    Every write command rebuilds ``index.json``; inside ``with store.batch():`` it is
-    rebuilt once at the end and directory syncs are deferred to then. A rebuild that
-    fails is reported to ``on_warning`` (once until one succeeds) and never raised by
-    a write. One instance per thread.
+    Every write updates ``index.json``: its one entry when the stamp says the index
+    matched the records before (:mod:`~the_loop.portable.index`), else by a rebuild;
+    inside ``with store.batch():`` it is rebuilt once at the end and directory syncs are
+    deferred to then. An index write that fails is reported to ``on_warning`` (once
+    until one succeeds) and never raised by a write. One instance per thread.
     """
 
     def __init__(
@@ -99,6 +101,8 @@ class WorkItemStore:
         self._batch_syncs: DirectorySyncs | None = None
         self._index_stale = False
         self._index_warned = False
+        self._index_depth = 0
+        self._stamp = IndexStamp(self.locks_dir / "index.stamp", self.root, self.index_path)
 
     @property
     def index_path(self) -> Path:
@@ -314,9 +318,13 @@ class WorkItemStore:
         """Rewrite ``index.json`` from the directory (removed when no record is left).
 
         One entry per line, so a ``git diff`` of the index shows one line per changed
-        item; the file is left alone when its bytes would not change.
+        item; the file is left alone when its bytes would not change. Every rebuild comes
+        here, and saves the stamp that lets the next write update one entry only.
         """
-        self._listing.rebuild_index(self.index_path, syncs=syncs)
+        with self._holding_index():
+            self._stamp.discard()
+            self._listing.rebuild_index(self.index_path, syncs=syncs)
+            self._stamp.save()
 
     # -- internals -----------------------------------------------------------
 
@@ -365,8 +373,10 @@ class WorkItemStore:
                 check_writable(name, value)
             extras = {} if drop_foreign else {key: record[key] for key in foreign_keys(record)}
             new_record = self._merge(item, record, changes, legacy, extras)
-            action = self._commit(path, loaded, new_record, syncs or self._batch_syncs)
-        self._index_changed()
+            with self._holding_index():  # every change of the directory, so the stamp holds
+                trusted = self._take_stamp()
+                action = self._commit(path, loaded, new_record, syncs or self._batch_syncs)
+                self._index_changed(item if trusted else None)
         removed = tuple(name for name in held if name in changes and not holds(name, changes[name]))
         dropped = tuple(key for key in foreign_keys(record) if key not in extras)
         return WriteResult(
@@ -429,17 +439,41 @@ class WorkItemStore:
         write_json(path, new_record, syncs=syncs)
         return "sealed" if new_record.get(SEALED) is True else "written"
 
-    def _index_changed(self) -> None:
+    @contextlib.contextmanager
+    def _holding_index(self) -> Generator[None]:
+        """The index lock, taken once however deeply nested (``flock`` is not reentrant)."""
+        if self._index_depth:
+            yield
+            return
+        with self._directory.lock_named("index"):
+            self._index_depth += 1
+            try:
+                yield
+            finally:
+                self._index_depth -= 1
+
+    def _take_stamp(self) -> bool:
+        """Whether the index may be updated one entry at a time (see :class:`IndexStamp`)."""
+        try:
+            return self._stamp.take()
+        except OSError:
+            return False
+
+    def _index_changed(self, trusted: WorkItemRef | None) -> None:
         if self._batch_depth:
             self._index_stale = True
         else:
-            self._refresh_index()
+            self._refresh_index(trusted)
 
-    def _refresh_index(self, syncs: DirectorySyncs | None = None) -> None:
-        """Rebuild the derived index; an ``OSError`` is a warning (once until a rebuild
-        succeeds), never the failure of the write that made the index stale."""
+    def _refresh_index(
+        self, trusted: WorkItemRef | None = None, syncs: DirectorySyncs | None = None
+    ) -> None:
+        """Update the derived index: ``trusted``'s entry alone when given, else a rebuild.
+        An ``OSError`` is a warning (once until an update succeeds), never the failure of
+        the write that made the index stale."""
         try:
-            self.rebuild_index(syncs=syncs)
+            if trusted is None or not self._update_entry(trusted, syncs):
+                self.rebuild_index(syncs=syncs)
         except OSError as error:
             if not self._index_warned:
                 self._index_warned = True
@@ -449,6 +483,15 @@ class WorkItemStore:
                 )
             return
         self._index_warned = False
+
+    def _update_entry(self, item: WorkItemRef, syncs: DirectorySyncs | None) -> bool:
+        """Splice ``item``'s entry into the trusted index; False when it is not in our layout."""
+        try:
+            self._listing.update_entry(self.index_path, item, syncs=syncs)
+        except ValueError:
+            return False
+        self._stamp.save()
+        return True
 
     def _end_batch(self) -> None:
         syncs, self._batch_syncs = self._batch_syncs, None
