@@ -1,7 +1,8 @@
 """The CLI config: find it, load it, validate it, and read typed values from it.
 
-Search order: ``--config``, ``$THE_LOOP_CLI_CONFIG``, ``./.the-loop/cli-config.yaml``,
-``~/.the-loop/cli-config.yaml``; none found means all defaults. A config that
+Search order: ``--config``, ``$THE_LOOP_CLI_CONFIG``, the nearest
+``.the-loop/cli-config.yaml`` at or above the working directory (as git finds
+``.git``), ``~/.the-loop/cli-config.yaml``; none found means all defaults. A config that
 does not parse or fails the JSON Schema raises :class:`ConfigError` whose
 message names the file, the key and the problem.
 """
@@ -20,6 +21,7 @@ from the_loop.errors import ELLIPSIS, QUOTE_LIMIT, UsageError, quoted
 
 ENV_VAR = "THE_LOOP_CLI_CONFIG"
 CONFIG_NAME = "cli-config.yaml"
+STATE_DIR_NAME = ".the-loop"
 MAX_CONFIG_BYTES = 1 << 20
 
 
@@ -85,10 +87,10 @@ def find_config(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> 
             if problem is not None:
                 raise ConfigError(f"{_shown(path)}: config file named by {origin} {problem}")
             return path
-    candidates = [cwd / ".the-loop" / CONFIG_NAME]
+    candidates = [directory / STATE_DIR_NAME / CONFIG_NAME for directory in _upward(cwd)]
     home = environ.get("HOME")
     if home:
-        candidates.append(Path(home) / ".the-loop" / CONFIG_NAME)
+        candidates.append(Path(home) / STATE_DIR_NAME / CONFIG_NAME)
     for candidate in candidates:
         problem = _not_a_config_file(candidate)
         if problem is None:
@@ -99,6 +101,12 @@ def find_config(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> 
 
 
 _MISSING = "does not exist"
+
+
+def _upward(cwd: Path) -> list[Path]:
+    """``cwd`` (made absolute) and each of its parents, nearest first."""
+    start = Path(os.path.abspath(cwd))
+    return [start, *start.parents]
 
 
 def _not_a_config_file(path: Path) -> str | None:
