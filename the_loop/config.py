@@ -181,7 +181,8 @@ def load_file(path: Path) -> Config:
         data = parse_yaml(text)
     except YamlRefused as error:
         problem = _one_line(str(error))
-        raise ConfigError(f"{_shown(path)}: (top level): {problem}") from error
+        where = "(top level)" if error.line is None else f"line {error.line}, column {error.column}"
+        raise ConfigError(f"{_shown(path)}: {where}: {problem}") from error
     document: Any = {} if data is None else data
     validate(document, path)
     return Config(data=document, source=path)
