@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from the_loop.config_defaults import default_bool, default_float, default_str
 from the_loop.errors import ELLIPSIS, QUOTE_LIMIT, UsageError, quoted
 
 ENV_VAR = "THE_LOOP_CLI_CONFIG"
@@ -45,18 +46,23 @@ class Config:
             node = node[part]  # pyright: ignore[reportUnknownVariableType]
         return node  # pyright: ignore[reportUnknownVariableType]
 
-    def get_str(self, dotted: str, default: str = "") -> str:
-        value = self.get(dotted, default)
-        return value if isinstance(value, str) else default
+    def get_str(self, dotted: str, default: str | None = None) -> str:
+        """The text at ``dotted``; ``default`` when absent, else the declared default
+        (:mod:`the_loop.config_defaults`), as for :meth:`get_bool` and :meth:`get_float`."""
+        fallback = default_str(dotted) if default is None else default
+        value = self.get(dotted, fallback)
+        return value if isinstance(value, str) else fallback
 
-    def get_bool(self, dotted: str, default: bool) -> bool:
-        value = self.get(dotted, default)
-        return value if isinstance(value, bool) else default
+    def get_bool(self, dotted: str, default: bool | None = None) -> bool:
+        fallback = default_bool(dotted) if default is None else default
+        value = self.get(dotted, fallback)
+        return value if isinstance(value, bool) else fallback
 
-    def get_float(self, dotted: str, default: float) -> float:
-        value = self.get(dotted, default)
+    def get_float(self, dotted: str, default: float | None = None) -> float:
+        fallback = default_float(dotted) if default is None else default
+        value = self.get(dotted, fallback)
         is_number = isinstance(value, int | float) and not isinstance(value, bool)
-        return float(value) if is_number else default
+        return float(value) if is_number else fallback
 
     def get_str_list(self, dotted: str) -> list[str]:
         value = self.get(dotted, [])

@@ -177,8 +177,8 @@ def layout_from_config(config: Config, root: Path | None = None) -> StateLayout:
         root=root,
         local_override=Path(registry_dir) if registry_dir else None,
         event_log_override=Path(event_log) if event_log else None,
-        pidfile_name=config.get_str("webhook.pidfile", WEBHOOK_PIDFILE) or WEBHOOK_PIDFILE,
-        poll_pidfile_name=config.get_str("poll.pidfile", POLL_PIDFILE) or POLL_PIDFILE,
+        pidfile_name=config.get_str("webhook.pidfile") or WEBHOOK_PIDFILE,
+        poll_pidfile_name=config.get_str("poll.pidfile") or POLL_PIDFILE,
     )
 
 
