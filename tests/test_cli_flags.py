@@ -119,4 +119,9 @@ def test_a_repeatable_flag_keeps_every_value():
 
 def test_the_repeatable_flags_are_exactly_the_ones_that_say_so():
     repeatable = {ids(case) for case in walk(build_parser()) if isinstance(case[1], REPEATABLE)}
-    assert repeatable == {"sessions reset --work-item", "events --type", "state check --checkout"}
+    assert repeatable == {
+        "sessions reset --work-item",
+        "events --type",
+        "state check --checkout",
+        "init --repo",
+    }

@@ -49,6 +49,47 @@ def test_a_named_config_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
         find_config(str(tmp_path / "missing.yaml"), {}, tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("text", "where", "problem"),
+    [
+        ("state:\n  root: a\n   b: c\n", "line 3, column 5", "mapping values are not allowed here"),
+        ("a: *nope\n", "line 1, column 4", "found undefined alias 'nope'"),
+        ("a: !!python/name:os.system x\n", "line 1, column 4", "could not determine a constructor"),
+    ],
+)  # fmt: skip
+def test_a_yaml_error_says_its_line_and_column_and_the_problem_in_one_line(
+    tmp_path: Path, text: str, where: str, problem: str
+) -> None:
+    path = write(tmp_path / "bad.yaml", text)
+    with pytest.raises(ConfigError) as raised:
+        load_file(path)
+    assert str(raised.value).startswith(f"{path}: {where}: not valid YAML: {problem}")
+
+
+NOT_ALLOWED = "Additional properties are not allowed"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("state:\n  roots: x\n", f"state: {NOT_ALLOWED} ('roots' was unexpected); "
+         "did you mean 'root'?"),
+        ("routin: {}\n", f"(top level): {NOT_ALLOWED} ('routin' was unexpected); "
+         "did you mean 'routing'?"),
+        ("routing:\n  workspace:\n    clone_protocol: ssh\n", f"routing.workspace: {NOT_ALLOWED} "
+         "('clone_protocol' was unexpected); did you mean 'cloneProtocol'?"),
+        ("routing:\n  zzz: 1\n", f"routing: {NOT_ALLOWED} ('zzz' was unexpected)"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_key_is_answered_with_the_nearest_known_key_at_its_level(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    path = write(tmp_path / "bad.yaml", text)
+    with pytest.raises(ConfigError) as raised:
+        load_file(path)
+    assert str(raised.value) == f"{path}: {said}"
+
+
 def test_the_example_config_is_valid() -> None:
     config = load_file(EXAMPLE)
     assert config.get_str("routing.defaultHarness") == "claude"
@@ -61,7 +102,7 @@ def test_the_example_config_is_valid() -> None:
         ("routing:\n  spawnOnUnmatched: sometimes\n", "routing.spawnOnUnmatched"),
         ("routing:\n  tmuxx: {}\n", "routing"),
         ("- a list\n", "(top level)"),
-        ("routing: [unclosed\n", "(top level)"),
+        ("routing: [unclosed\n", "line 2, column 1"),
     ],
 )
 def test_a_bad_config_names_file_key_and_problem(tmp_path: Path, text: str, key: str) -> None:

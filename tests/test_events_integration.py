@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,10 @@ import pytest
 from the_loop.cli import main
 from the_loop.eventlog import EVENT_TYPES, EventLog
 
-DEFAULT_LOG = Path(".the-loop/logs/events.jsonl")
+
+def default_log() -> Path:
+    """The log under the per-user state root: no ``.the-loop/`` is at or above the cwd."""
+    return Path(os.environ["HOME"]) / ".the-loop" / "logs" / "events.jsonl"
 
 
 def write_events(path: Path, *events: dict[str, Any]) -> None:
@@ -54,7 +58,7 @@ def sample_log(tmp_path: Path) -> Path:
 def test_the_default_log_is_the_one_under_the_state_root(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    EventLog(DEFAULT_LOG, "sessions").emit("session.paused", work_item="github:octo/repo#15")
+    EventLog(default_log(), "sessions").emit("session.paused", work_item="github:octo/repo#15")
     code, out, err = run(capsys, "--format", "jsonl")
     assert code == 0
     assert err == ""
@@ -70,7 +74,7 @@ def test_the_configured_event_log_path_is_the_default(
     config = tmp_path / "cli-config.yaml"
     config.write_text(f"eventLog:\n  path: {configured}\n", encoding="utf-8")
     write_events(configured, stamped("session.resumed"))
-    write_events(DEFAULT_LOG, stamped("session.paused"))
+    write_events(default_log(), stamped("session.paused"))
     code = main(["--config", str(config), "events", "--format", "jsonl"])
     assert code == 0
     assert [item["event"] for item in jsonl(capsys.readouterr().out)] == ["session.resumed"]
@@ -199,7 +203,7 @@ def test_a_missing_log_is_an_empty_result_with_a_note(
         "warnings": [],
         "errors": [],
     }
-    assert err == f"note: {DEFAULT_LOG} does not exist: no events\n"
+    assert err == f"note: {default_log()} does not exist: no events\n"
 
 
 def test_no_matches_is_exit_0_with_an_empty_table_and_a_note(
@@ -288,7 +292,7 @@ def test_follow_waits_for_a_log_that_does_not_exist_yet(
         time,
         "sleep",
         interrupt_after(
-            lambda: None, lambda: write_events(DEFAULT_LOG, stamped("session.spawned"))
+            lambda: None, lambda: write_events(default_log(), stamped("session.spawned"))
         ),
     )
     code, out, err = run(capsys, "--follow")
@@ -296,4 +300,4 @@ def test_follow_waits_for_a_log_that_does_not_exist_yet(
     header, row = out.splitlines()
     assert header.split()[0] == "ts"
     assert row.split()[3] == "session.spawned"
-    assert err.splitlines()[0] == f"note: waiting for {DEFAULT_LOG} to appear"
+    assert err.splitlines()[0] == f"note: waiting for {default_log()} to appear"

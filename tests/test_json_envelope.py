@@ -158,7 +158,7 @@ def test_a_warning_said_while_listing_is_in_the_document_too(
     [warning] = parsed["warnings"]
     assert (parsed["ok"], parsed["items"]) == (True, [])
     assert warning.startswith("skipping unreadable session record")
-    assert captured.err == f"warning: {warning}\n"
+    assert captured.err.splitlines()[0] == f"warning: {warning}"
 
 
 def test_table_is_the_same_as_text_where_it_was_accepted_before(
@@ -168,4 +168,4 @@ def test_table_is_the_same_as_text_where_it_was_accepted_before(
     for output_format in ("text", "table"):
         assert main(["state", "paths", "--format", output_format]) == 0
         outputs.append(capsys.readouterr().out)
-    assert outputs[0] == outputs[1] and outputs[0].startswith("WHERE")
+    assert outputs[0] == outputs[1] and "\nWHERE" in outputs[0]

@@ -289,10 +289,11 @@ def test_link_pr_leaves_a_checkout_without_a_state_file_alone(loop: Loop, tmp_pa
 
 
 def test_an_empty_list_prints_nothing_in_a_table_and_an_empty_document_in_json(loop: Loop):
-    assert loop.output("sessions", "list") == (0, "", "")
+    said = f"note: no sessions in the state root {loop.state} (state.root in {loop.config_path})\n"
+    assert loop.output("sessions", "list") == (0, "", said)
     code, out, err = loop.output("sessions", "list", "--format", "json")
     document = json.loads(out)
-    assert (code, document["command"], document["items"], err) == (0, "sessions list", [], "")
+    assert (code, document["command"], document["items"], err) == (0, "sessions list", [], said)
 
 
 def test_list_filters_by_status_and_shows_the_last_control_command(loop: Loop):

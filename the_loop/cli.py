@@ -36,6 +36,7 @@ PROG = "the-loop"
 
 #: The commands, in help order, and the module that builds each one's parser.
 COMMAND_MODULES = {
+    "init": "the_loop.commands.init",
     "sessions": "the_loop.commands.sessions",
     "events": "the_loop.commands.events",
     "state": "the_loop.commands.state",

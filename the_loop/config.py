@@ -1,7 +1,8 @@
 """The CLI config: find it, load it, validate it, and read typed values from it.
 
-Search order: ``--config``, ``$THE_LOOP_CLI_CONFIG``, ``./.the-loop/cli-config.yaml``,
-``~/.the-loop/cli-config.yaml``; none found means all defaults. A config that
+Search order: ``--config``, ``$THE_LOOP_CLI_CONFIG``, the nearest
+``.the-loop/cli-config.yaml`` at or above the working directory (as git finds
+``.git``), ``~/.the-loop/cli-config.yaml``; none found means all defaults. A config that
 does not parse or fails the JSON Schema raises :class:`ConfigError` whose
 message names the file, the key and the problem.
 """
@@ -16,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from the_loop.config_defaults import default_bool, default_float, default_str
 from the_loop.errors import ELLIPSIS, QUOTE_LIMIT, UsageError, quoted
 
 ENV_VAR = "THE_LOOP_CLI_CONFIG"
 CONFIG_NAME = "cli-config.yaml"
+STATE_DIR_NAME = ".the-loop"
 MAX_CONFIG_BYTES = 1 << 20
 
 
@@ -43,18 +46,23 @@ class Config:
             node = node[part]  # pyright: ignore[reportUnknownVariableType]
         return node  # pyright: ignore[reportUnknownVariableType]
 
-    def get_str(self, dotted: str, default: str = "") -> str:
-        value = self.get(dotted, default)
-        return value if isinstance(value, str) else default
+    def get_str(self, dotted: str, default: str | None = None) -> str:
+        """The text at ``dotted``; ``default`` when absent, else the declared default
+        (:mod:`the_loop.config_defaults`), as for :meth:`get_bool` and :meth:`get_float`."""
+        fallback = default_str(dotted) if default is None else default
+        value = self.get(dotted, fallback)
+        return value if isinstance(value, str) else fallback
 
-    def get_bool(self, dotted: str, default: bool) -> bool:
-        value = self.get(dotted, default)
-        return value if isinstance(value, bool) else default
+    def get_bool(self, dotted: str, default: bool | None = None) -> bool:
+        fallback = default_bool(dotted) if default is None else default
+        value = self.get(dotted, fallback)
+        return value if isinstance(value, bool) else fallback
 
-    def get_float(self, dotted: str, default: float) -> float:
-        value = self.get(dotted, default)
+    def get_float(self, dotted: str, default: float | None = None) -> float:
+        fallback = default_float(dotted) if default is None else default
+        value = self.get(dotted, fallback)
         is_number = isinstance(value, int | float) and not isinstance(value, bool)
-        return float(value) if is_number else default
+        return float(value) if is_number else fallback
 
     def get_str_list(self, dotted: str) -> list[str]:
         value = self.get(dotted, [])
@@ -85,10 +93,10 @@ def find_config(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> 
             if problem is not None:
                 raise ConfigError(f"{_shown(path)}: config file named by {origin} {problem}")
             return path
-    candidates = [cwd / ".the-loop" / CONFIG_NAME]
+    candidates = [directory / STATE_DIR_NAME / CONFIG_NAME for directory in _upward(cwd)]
     home = environ.get("HOME")
     if home:
-        candidates.append(Path(home) / ".the-loop" / CONFIG_NAME)
+        candidates.append(Path(home) / STATE_DIR_NAME / CONFIG_NAME)
     for candidate in candidates:
         problem = _not_a_config_file(candidate)
         if problem is None:
@@ -99,6 +107,12 @@ def find_config(explicit: str | None, environ: Mapping[str, str], cwd: Path) -> 
 
 
 _MISSING = "does not exist"
+
+
+def _upward(cwd: Path) -> list[Path]:
+    """``cwd`` (made absolute) and each of its parents, nearest first."""
+    start = Path(os.path.abspath(cwd))
+    return [start, *start.parents]
 
 
 def _not_a_config_file(path: Path) -> str | None:
@@ -173,7 +187,8 @@ def load_file(path: Path) -> Config:
         data = parse_yaml(text)
     except YamlRefused as error:
         problem = _one_line(str(error))
-        raise ConfigError(f"{_shown(path)}: (top level): {problem}") from error
+        where = "(top level)" if error.line is None else f"line {error.line}, column {error.column}"
+        raise ConfigError(f"{_shown(path)}: {where}: {problem}") from error
     document: Any = {} if data is None else data
     validate(document, path)
     return Config(data=document, source=path)

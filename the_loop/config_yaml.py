@@ -18,7 +18,29 @@ MAX_EXPANDED_NODES = 10_000
 
 
 class YamlRefused(ValueError):
-    """The text is not YAML the config accepts; the message says why."""
+    """The text is not YAML the config accepts; the message says why.
+
+    ``line`` and ``column`` (1-based) say where, when the parser knows.
+    """
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def _refusal(error: yaml.YAMLError) -> YamlRefused:
+    """The parser's error as one refusal at its mark: the problem, then its context."""
+    if not isinstance(error, yaml.MarkedYAMLError):
+        return YamlRefused(f"not valid YAML: {error}")
+    mark = error.problem_mark or error.context_mark
+    words = [part for part in (error.problem, error.context) if part]
+    if error.problem and error.context:
+        words = [error.problem, f"({error.context})"]
+    problem = " ".join(words) or "not valid YAML"
+    if mark is None:
+        return YamlRefused(f"not valid YAML: {problem}")
+    return YamlRefused(f"not valid YAML: {problem}", mark.line + 1, mark.column + 1)
 
 
 class _DepthBoundedLoader(yaml.SafeLoader):
@@ -46,7 +68,7 @@ def parse_yaml(text: str) -> Any:
         check_expansion(node)
         return loader.construct_document(node)  # pyright: ignore[reportUnknownMemberType]
     except yaml.YAMLError as error:
-        raise YamlRefused(f"not valid YAML: {error}") from error
+        raise _refusal(error) from error
     except (ValueError, OverflowError, TypeError) as error:
         if isinstance(error, YamlRefused):
             raise

@@ -165,17 +165,20 @@ def legacy_layout(layout: StateLayout) -> LegacyLayout:
     return LegacyLayout(layout.root)
 
 
-def layout_from_config(config: Config) -> StateLayout:
-    """Build the layout from ``state.root``, ``routing.registryDir``, ``eventLog.path``."""
-    root = Path(config.get_str("state.root", DEFAULT_STATE_ROOT) or DEFAULT_STATE_ROOT)
+def layout_from_config(config: Config, root: Path | None = None) -> StateLayout:
+    """Build the layout from ``root`` (default: ``state.root``, else :data:`DEFAULT_STATE_ROOT`),
+    ``routing.registryDir``, ``eventLog.path``. The CLI passes the root
+    :func:`the_loop.state_root.choose_state_root` chose."""
+    if root is None:
+        root = Path(config.get_str("state.root", DEFAULT_STATE_ROOT) or DEFAULT_STATE_ROOT)
     registry_dir = config.get_str("routing.registryDir", "")
     event_log = config.get_str("eventLog.path", "")
     return StateLayout(
         root=root,
         local_override=Path(registry_dir) if registry_dir else None,
         event_log_override=Path(event_log) if event_log else None,
-        pidfile_name=config.get_str("webhook.pidfile", WEBHOOK_PIDFILE) or WEBHOOK_PIDFILE,
-        poll_pidfile_name=config.get_str("poll.pidfile", POLL_PIDFILE) or POLL_PIDFILE,
+        pidfile_name=config.get_str("webhook.pidfile") or WEBHOOK_PIDFILE,
+        poll_pidfile_name=config.get_str("poll.pidfile") or POLL_PIDFILE,
     )
 
 

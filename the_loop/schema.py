@@ -129,9 +129,8 @@ class Validator:
             listed = ", ".join(quoted(key) for key in unexpected[:3])
             listed += ", ..." if len(unexpected) > 3 else ""
             verb = "was" if len(unexpected) == 1 else "were"
-            yield SchemaViolation(
-                path, f"Additional properties are not allowed ({listed} {verb} unexpected)"
-            )
+            message = f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            yield SchemaViolation(path, message + _did_you_mean(unexpected[0], properties))
         for key, item in value.items():
             if isinstance(names, Mapping):
                 yield from self._walk(key, cast(Schema, names), path)
@@ -139,6 +138,16 @@ class Validator:
                 yield from self._walk(item, cast(Schema, properties[key]), (*path, key))
             elif isinstance(extra, Mapping):
                 yield from self._walk(item, cast(Schema, extra), (*path, key))
+
+
+def _did_you_mean(key: str, known: Mapping[str, object]) -> str:
+    """``; did you mean 'x'?`` naming the known key at this level nearest to ``key``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    if not close and key.lower() in {name.lower() for name in known}:
+        close = [name for name in known if name.lower() == key.lower()]
+    return f"; did you mean {quoted(close[0])}?" if close else ""
 
 
 def _string_violations(

@@ -31,6 +31,7 @@ from the_loop.layout import (
     layout_from_config,
     linked_directories,
 )
+from the_loop.state_root import RootChoice, choose_state_root
 
 __all__ = [
     "FORMAT_JSON",
@@ -65,6 +66,13 @@ def state_dir_parent() -> argparse.ArgumentParser:
     """``--registry-dir`` / ``--portable-dir``: declared once, shared by every sessions action."""
     parent = parent_parser()
     group = parent.add_argument_group("state directories")
+    group.add_argument(
+        "--state-root",
+        metavar="DIR",
+        type=path_argument,
+        help="the state root (default: $THE_LOOP_STATE_ROOT, else state.root, else the "
+        "nearest .the-loop/ at or above the working directory, else ~/.the-loop)",
+    )
     group.add_argument(
         "--registry-dir",
         metavar="DIR",
@@ -101,6 +109,7 @@ class Context:
 
     config: Config
     layout: StateLayout
+    root_choice: RootChoice | None = None
 
     @property
     def actor(self) -> str:
@@ -108,14 +117,23 @@ class Context:
 
 
 def load_context(args: argparse.Namespace) -> Context:
-    """Load the config (search order of ``cli.md``) and apply the directory overrides."""
+    """Load the config (search order of ``cli.md``), choose the state root (decision 013)
+    and apply the directory overrides."""
     config = load_config(getattr(args, "config", None))
-    layout = layout_from_config(config).with_overrides(
+    choice = choose_state_root(config, getattr(args, "state_root", None), os.environ, Path.cwd())
+    layout = layout_from_config(config, choice.root).with_overrides(
         local_dir=getattr(args, "registry_dir", None),
         portable_dir=getattr(args, "portable_dir", None),
     )
     refuse_linked_directories(layout, follow=config.get_bool(FOLLOW_LINKS_KEY, False))
-    return Context(config=config, layout=layout)
+    return Context(config=config, layout=layout, root_choice=choice)
+
+
+def describe_root(context: Context) -> str:
+    """``the state root <path> (<the rule that chose it>)``, for a one-line message."""
+    choice = context.root_choice
+    where = f"the state root {context.layout.root}"
+    return f"{where} ({choice.reason})" if choice is not None else where
 
 
 def refuse_linked_directories(layout: StateLayout, *, follow: bool) -> None:

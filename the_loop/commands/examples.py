@@ -13,6 +13,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "the-loop sessions list",
         "the-loop sessions --help",
     ),
+    "init": (
+        "the-loop init",
+        "the-loop init --repo octo/app=/srv/git/app.git --harness command",
+    ),
     "sessions": (
         f"the-loop sessions start --work-item {REF}",
         f"the-loop sessions attach --work-item {REF}",

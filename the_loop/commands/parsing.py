@@ -67,7 +67,8 @@ def add_global_flags(parser: argparse.ArgumentParser, *, after_command: bool = F
         "--config",
         metavar="PATH",
         default=default,
-        help="CLI config file (default: $THE_LOOP_CLI_CONFIG, ./.the-loop/cli-config.yaml, "
+        help="CLI config file (default: $THE_LOOP_CLI_CONFIG, the nearest "
+        ".the-loop/cli-config.yaml at or above the working directory, "
         "~/.the-loop/cli-config.yaml)",
     )
 

@@ -67,10 +67,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     check.set_defaults(func=run_check)
     paths = actions.add_parser(
         "paths",
-        parents=[formats],
-        help="list every path the-loop generates under the state root",
-        description="Print GENERATED_PATHS: every path under the state root, whether it "
-        "travels, what it holds and why it exists.",
+        parents=[state_dir_parent(), formats],
+        help="print the state root, the rule that chose it, and every path under it",
+        description="Print the state root this invocation uses and the rule that chose it "
+        "(docs/cli/state.md), then GENERATED_PATHS: every path under the state root, "
+        "whether it travels, what it holds and why it exists.",
     )
     paths.set_defaults(func=run_paths)
     attributes = actions.add_parser(
@@ -142,17 +143,22 @@ def _report_lines(report: UpgradeReport) -> list[str]:
     ]
 
 
-def run_paths(_args: argparse.Namespace) -> Result:
-    """``GENERATED_PATHS``, one item per path."""
+def run_paths(args: argparse.Namespace) -> Result:
+    """The chosen root and its rule (the summary), then ``GENERATED_PATHS``, one item per path."""
     from the_loop.layout import GENERATED_PATHS
 
+    context = load_context(args)
+    choice = context.root_choice
+    assert choice is not None  # load_context always chooses
     rows = [
         [path.where, "yes" if path.portable else "no", path.name, path.holds]
         for path in GENERATED_PATHS
     ]
+    head = [f"state root: {context.layout.root}", f"chosen by:  {choice.reason}", ""]
     return Result(
         items=[dataclasses.asdict(path) for path in GENERATED_PATHS],
-        text=lambda: table_lines(["WHERE", "TRAVELS", "NAME", "HOLDS"], rows),
+        text=lambda: [*head, *table_lines(["WHERE", "TRAVELS", "NAME", "HOLDS"], rows)],
+        summary={"root": str(context.layout.root), "rule": choice.rule, "reason": choice.reason},
     )
 
 

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from the_loop.config_defaults import default_str
+
 if TYPE_CHECKING:
     from the_loop.config import Config
     from the_loop.ref import WorkItemRef
@@ -120,7 +122,9 @@ class ClaudeHarness(_AgentCli):
     start_flag = "--session-id"
     resume_flag = "--resume"
 
-    def __init__(self, binary: str = "claude", args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, binary: str = default_str("routing.harnesses.claude.binary"), args: Sequence[str] = ()
+    ) -> None:
         super().__init__(binary, args)
 
 
@@ -132,7 +136,9 @@ class CursorHarness(_AgentCli):
     start_flag = "--resume"
     resume_flag = "--resume"
 
-    def __init__(self, binary: str = "cursor-agent", args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, binary: str = default_str("routing.harnesses.cursor.binary"), args: Sequence[str] = ()
+    ) -> None:
         super().__init__(binary, args)
 
 
@@ -188,11 +194,11 @@ def harnesses_from_config(config: Config) -> dict[str, Harness]:
     prefix = "routing.harnesses"
     harnesses: dict[str, Harness] = {
         "claude": ClaudeHarness(
-            config.get_str(f"{prefix}.claude.binary", "claude") or "claude",
+            config.get_str(f"{prefix}.claude.binary") or default_str(f"{prefix}.claude.binary"),
             config.get_str_list(f"{prefix}.claude.args"),
         ),
         "cursor": CursorHarness(
-            config.get_str(f"{prefix}.cursor.binary", "cursor-agent") or "cursor-agent",
+            config.get_str(f"{prefix}.cursor.binary") or default_str(f"{prefix}.cursor.binary"),
             config.get_str_list(f"{prefix}.cursor.args"),
         ),
     }

@@ -13,13 +13,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from the_loop.config_defaults import default_float
 from the_loop.errors import TheLoopError
 
 #: How much of a command's stderr an error message keeps (its tail).
 STDERR_LIMIT = 2000
 #: ``routing.dispatchTimeoutSeconds``: the bound on every tmux and git call.
 TIMEOUT_KEY = "routing.dispatchTimeoutSeconds"
-DEFAULT_TIMEOUT_SECONDS = 1800.0
+DEFAULT_TIMEOUT_SECONDS = default_float(TIMEOUT_KEY)
 
 
 class DispatchError(TheLoopError):

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from the_loop.config_defaults import default_str
 from the_loop.dispatch.process import (
     DEFAULT_TIMEOUT_SECONDS,
     TIMEOUT_KEY,
@@ -82,8 +83,8 @@ class TmuxRunner:
 
     def __init__(
         self,
-        binary: str = "tmux",
-        socket: str = "",
+        binary: str = default_str("routing.tmux.binary"),
+        socket: str = default_str("routing.tmux.socket"),
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         *,
         run: Runner = run,
@@ -107,9 +108,9 @@ class TmuxRunner:
     def from_config(cls, config: Config) -> TmuxRunner:
         """The runner described by ``routing.tmux.*`` and ``routing.dispatchTimeoutSeconds``."""
         return cls(
-            binary=config.get_str("routing.tmux.binary", "tmux") or "tmux",
-            socket=config.get_str("routing.tmux.socket", ""),
-            timeout=config.get_float(TIMEOUT_KEY, DEFAULT_TIMEOUT_SECONDS),
+            binary=config.get_str("routing.tmux.binary") or default_str("routing.tmux.binary"),
+            socket=config.get_str("routing.tmux.socket"),
+            timeout=config.get_float(TIMEOUT_KEY),
         )
 
     def command(self, *args: str) -> list[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from the_loop.config_defaults import default_str
 from the_loop.dispatch.process import (
     DEFAULT_TIMEOUT_SECONDS,
     TIMEOUT_KEY,
@@ -27,6 +28,9 @@ from the_loop.dispatch.process import (
     run,
 )
 from the_loop.fsio import locked
+
+#: ``routing.workspace.gitBinary``: the git executable.
+GIT_BINARY_KEY = "routing.workspace.gitBinary"
 
 if TYPE_CHECKING:
     import subprocess
@@ -113,7 +117,7 @@ class CheckoutStatus:
 
 def workspace_root(config: Config) -> Path | None:
     """``routing.workspace.root``, ``~``-expanded; None when unset (workspaces disabled)."""
-    root = config.get_str("routing.workspace.root", "")
+    root = config.get_str("routing.workspace.root")
     return Path(root).expanduser() if root else None
 
 
@@ -129,10 +133,10 @@ class Workspace:
         self,
         root: Path | None,
         *,
-        strategy: str = "worktree",
-        git_binary: str = "git",
-        clone_protocol: str = "https",
-        default_host: str = "github.com",
+        strategy: str = default_str("routing.workspace.strategy"),
+        git_binary: str = default_str(GIT_BINARY_KEY),
+        clone_protocol: str = default_str("routing.workspace.cloneProtocol"),
+        default_host: str = default_str("routing.workspace.defaultHost"),
         repositories: Mapping[str, str] | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         run: Runner = run,
@@ -160,12 +164,12 @@ class Workspace:
         """The workspace of ``routing.workspace.*`` (root ``~``-expanded; empty: disabled)."""
         return cls(
             workspace_root(config),
-            strategy=config.get_str("routing.workspace.strategy", "worktree"),
-            git_binary=config.get_str("routing.workspace.gitBinary", "git") or "git",
-            clone_protocol=config.get_str("routing.workspace.cloneProtocol", "https"),
-            default_host=config.get_str("routing.workspace.defaultHost", "github.com"),
+            strategy=config.get_str("routing.workspace.strategy"),
+            git_binary=config.get_str(GIT_BINARY_KEY) or default_str(GIT_BINARY_KEY),
+            clone_protocol=config.get_str("routing.workspace.cloneProtocol"),
+            default_host=config.get_str("routing.workspace.defaultHost"),
             repositories=config.get_str_map("routing.workspace.repositories"),
-            timeout=config.get_float(TIMEOUT_KEY, DEFAULT_TIMEOUT_SECONDS),
+            timeout=config.get_float(TIMEOUT_KEY),
         )
 
     @property

@@ -61,7 +61,7 @@ def post_keyword(
     token = github.token_from_environment(os.environ)
     wanted = requested
     if wanted is None:
-        wanted = bool(token) and context.config.get_bool("integrations.github.comment", True)
+        wanted = bool(token) and context.config.get_bool("integrations.github.comment")
     if not wanted:
         return None
     if ref.provider != "github":

@@ -17,6 +17,7 @@ from the_loop.commands.common import (
     Context,
     format_parent,
     load_context,
+    note,
     work_item_parent,
 )
 from the_loop.commands.render import Result
@@ -202,6 +203,7 @@ def run_start(args: argparse.Namespace) -> Result:
     session = stores.registry.find_by_work_item(ref)
     dispatcher = open_dispatcher(context, stores)
     if session is None:
+        _say_when_on_defaults(context)
         spawned = dispatcher.spawn(
             ref,
             harness=args.harness,
@@ -229,6 +231,15 @@ def run_start(args: argparse.Namespace) -> Result:
         line = f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}"
         result = reported(ref, "already running", line, checkout=session.cwd, **_facts(session))
     return with_keyword_comment(result, args.comment, context, stores, ref, START)
+
+
+def _say_when_on_defaults(context: Context) -> None:
+    """A spawn with no config file at all says so: every key has its default."""
+    if context.config.source is None:
+        note(
+            "no config file found: every key has its default (docs/cli/config.md); "
+            "`the-loop init` writes a commented .the-loop/cli-config.yaml here"
+        )
 
 
 def _agent_gone(dispatcher: Dispatcher, session: Session) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
+    describe_root,
     format_parent,
     load_context,
     note,
@@ -295,6 +296,8 @@ def run_list(args: argparse.Namespace) -> Result:
     ]
     if args.all and args.status is None:
         rows += transcripts(sessions, states)
+    if not rows:
+        note(f"no sessions in {describe_root(context)}")
 
     def text() -> list[str]:
         cells = [row.cells() for row in rows]

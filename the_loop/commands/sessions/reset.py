@@ -150,10 +150,10 @@ def warnings_for(context: Context) -> list[str]:
         for problem in pidfile_problems(context.layout)
     )
     config = context.config
-    arming_off = not config.get_bool("routing.control.enabled", True) or not config.get_bool(
-        "routing.control.requireStartCommand", True
+    arming_off = not config.get_bool("routing.control.enabled") or not config.get_bool(
+        "routing.control.requireStartCommand"
     )
-    if arming_off and config.get_str("routing.spawnOnUnmatched", "never") != "never":
+    if arming_off and config.get_str("routing.spawnOnUnmatched") != "never":
         found.append(
             "requireStartCommand is off and spawnOnUnmatched is "
             f"{config.get_str('routing.spawnOnUnmatched')!r}: a reset item is first-sight "

@@ -1,0 +1,153 @@
+"""``the-loop init``: write a commented ``.the-loop/cli-config.yaml`` in the working directory.
+
+It refuses to overwrite an existing file (exit 1, nothing touched) and prints the
+next three commands. What it writes validates against the schema, like every config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from the_loop.commands.common import format_parent
+from the_loop.commands.render import Result
+from the_loop.config import CONFIG_NAME, STATE_DIR_NAME, validate
+from the_loop.errors import TheLoopError, UsageError, quoted
+
+HARNESS_CHOICES = ("claude", "cursor", "command")
+_REPOSITORY = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``init``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "init",
+        parents=[format_parent()],
+        help="write a commented .the-loop/cli-config.yaml here",
+        description="Write a commented .the-loop/cli-config.yaml in the working directory "
+        "(never over an existing one) and print the next three commands. Every key is "
+        "described in docs/cli/config.md.",
+    )
+    parser.add_argument(
+        "--repo",
+        metavar="OWNER/NAME=PATH|URL",
+        action="append",
+        default=[],
+        type=repository_argument,
+        help="clone OWNER/NAME from PATH or URL (routing.workspace.repositories; repeatable)",
+    )
+    parser.add_argument(
+        "--harness",
+        choices=HARNESS_CHOICES,
+        default="claude",
+        help="the agent sessions start runs (routing.defaultHarness; default: claude)",
+    )
+    parser.set_defaults(func=run_init)
+    return parser
+
+
+def repository_argument(text: str) -> tuple[str, str]:
+    """``OWNER/NAME=PATH|URL``: a relative path is made absolute, a URL kept as is."""
+    name, equals, source = text.partition("=")
+    if not equals or not _REPOSITORY.fullmatch(name) or not source.strip():
+        raise argparse.ArgumentTypeError(
+            f"{quoted(text)} is not OWNER/NAME=PATH|URL (e.g. octo/app=/srv/git/app.git)"
+        )
+    if any(ord(character) < 0x20 or ord(character) == 0x7F for character in source):
+        raise argparse.ArgumentTypeError(f"{quoted(text)}: the source holds a control character")
+    return name, source if _URL.search(source) else os.path.abspath(source)
+
+
+def run_init(args: argparse.Namespace) -> Result:
+    """Write the config (refusing an existing one) and say what to run next."""
+    directory = Path.cwd() / STATE_DIR_NAME
+    path = directory / CONFIG_NAME
+    if os.path.lexists(path):
+        raise TheLoopError(
+            f"{path} already exists: edit it (docs/cli/config.md lists every key), "
+            "or move it away to start over"
+        )
+    repositories = dict(args.repo)
+    text = config_text(args.harness, repositories, directory / "workspaces")
+    _check(text, path)
+    _write_new(path, text)
+    example = next(iter(repositories), "OWNER/REPO")
+    ref = f"'github:{example}#1'"
+    commands = [
+        f"$EDITOR {path}",
+        f"the-loop sessions start --work-item {ref}",
+        f"the-loop sessions attach --work-item {ref}",
+    ]
+    lines = [f"wrote {path}", "next:", *(f"  {command}" for command in commands)]
+    item = {"path": str(path), "outcome": "written", "next": commands}
+    return Result(items=(item,), text=lambda: lines)
+
+
+def config_text(harness: str, repositories: dict[str, str], workspaces: Path) -> str:
+    """The commented YAML ``init`` writes (every value JSON-quoted, which YAML reads)."""
+    lines = [
+        "# the-loop CLI config, written by `the-loop init`. Every key is optional; a key",
+        "# left out has its default. docs/cli/config.md describes every key.",
+        "#",
+        "# The state root is the .the-loop/ directory holding this file: every command",
+        "# run at or below this directory uses it (`the-loop state paths` shows it).",
+        "routing:",
+        "  # The agent `sessions start` runs: claude, cursor or command.",
+        f"  defaultHarness: {harness}",
+        *_harness_lines(harness),
+        "  workspace:",
+        "    # Each work item gets its own checkout under here (keep it out of version",
+        '    # control). "" runs the agent in the working directory instead.',
+        f"    root: {json.dumps(str(workspaces))}",
+        "    # Where to clone each OWNER/REPO from; unlisted ones come from",
+        "    # https://github.com/OWNER/REPO.git (see cloneProtocol, defaultHost).",
+        *_repository_lines(repositories),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _harness_lines(harness: str) -> list[str]:
+    if harness != "command":
+        return []
+    return [
+        "  harnesses:",
+        "    command:",
+        "      # The argv that starts your agent; {session_id}, {work_item}, {prompt},",
+        "      # {model} and {effort} are replaced in each element.",
+        '      argv: ["my-agent", "--session", "{session_id}", "--work-item", "{work_item}"]',
+    ]
+
+
+def _repository_lines(repositories: dict[str, str]) -> list[str]:
+    if not repositories:
+        return ["    repositories: {}"]
+    return [
+        "    repositories:",
+        *(f"      {name}: {json.dumps(source)}" for name, source in repositories.items()),
+    ]
+
+
+def _check(text: str, path: Path) -> None:
+    """What init writes must be a valid config; anything else is a bug caught here."""
+    from the_loop.config_yaml import parse_yaml
+
+    try:
+        validate(parse_yaml(text), path)
+    except (ValueError, UsageError) as error:
+        raise UsageError(f"cannot write {path}: {error}") from error
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Create the directory and write the file atomically; a file that appears meanwhile
+    is not replaced."""
+    from the_loop.fsio import make_directory, write_text
+
+    make_directory(path.parent)
+    if os.path.lexists(path):
+        raise TheLoopError(f"{path} already exists: edit it, or move it away to start over")
+    write_text(path, text)
