@@ -65,7 +65,6 @@ def test_a_work_items_own_ledger_is_its_poll_section(store: WorkItemStore) -> No
     assert store.section(APP, POLL) == {
         "seenComments": ["IC_1", "IC_2"],
         "commentAttempts": {},
-        "lastPolledAt": "2026-11-29T10:42:00Z",
     }
 
 

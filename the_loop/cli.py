@@ -40,6 +40,7 @@ COMMAND_MODULES = {
     "sessions": "the_loop.commands.sessions",
     "events": "the_loop.commands.events",
     "state": "the_loop.commands.state",
+    "poll": "the_loop.commands.poll",
     "completion": "the_loop.commands.completion",
 }
 

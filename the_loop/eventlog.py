@@ -54,6 +54,36 @@ EVENT_TYPES: dict[str, str] = {
     "comment.posted": "A keyword comment was posted on the ticket (work_item, command).",
     "comment.failed": "Posting a keyword comment failed; the local action stands (work_item, "
     "command, error).",
+    "poll.started": "The poller daemon started (interval_seconds).",
+    "poll.stopped": "The poller daemon stopped after a signal (cycles).",
+    "poll.cycle": "One poll cycle ended (requests, not_modified, delivered, commands, settled, "
+    "errors, rate_remaining, duration_ms).",
+    "poll.baselined": "An item seen for the first time had its existing comments recorded as seen "
+    "(work_item, comments).",
+    "poll.command": "An authorized keyword comment ran its control action (work_item, command, "
+    "actor,"
+    " comment_id, outcome).",
+    "poll.comment_delivered": "A comment was pasted into the session's pane and marked "
+    "(work_item, comment_id, "
+    "attempt).",
+    "poll.comment_held": "A comment on a paused item was held until resume (work_item, "
+    "comment_id).",
+    "poll.comment_given_up": "A comment was given up after its attempts, with one marked notice "
+    "on the ticket "
+    "(work_item, comment_id, why).",
+    "poll.unauthorized": "A keyword comment by someone not in routing.authorizedUsers was ignored "
+    "(work_item, comment_id, login).",
+    "poll.ambiguous": "A keyword comment named two different verbs; neither ran (work_item, "
+    "comment_id,"
+    " login, verbs).",
+    "poll.closure": "A closed or merged ticket ended its session through the close path "
+    "(work_item, "
+    "state, action, cleanup).",
+    "poll.rate_limited": "The rate budget fell below the reserve: only the reads ran (repository, "
+    "step).",
+    "poll.breaker_open": "A session had polling.maxDeliveriesPerHour deliveries within the hour: "
+    "further "
+    "ones are held (work_item, recent).",
 }
 
 

@@ -223,6 +223,20 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "lets an unchanged page cost a free 304; a token's fingerprint is a hash, never the token",
     ),
     GeneratedPath(
+        "poll cursors",
+        "local/poll-cursors.json",
+        False,
+        "each repository's comment cursor and the ids of comments the-loop posted",
+        "clocks and cursors stay machine-local, so an idle cycle writes nothing under portable/",
+    ),
+    GeneratedPath(
+        "poll status",
+        "local/poll-status.json",
+        False,
+        "the report of the poller's last cycle",
+        "what the-loop poll status shows",
+    ),
+    GeneratedPath(
         "event log",
         "logs/events.jsonl",
         False,

@@ -6,11 +6,13 @@ exists under another user, which counts as running.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from the_loop.fsio import read_bytes, read_regular
+from the_loop.errors import TheLoopError
+from the_loop.fsio import make_directory, read_bytes, read_regular
 from the_loop.layout import StateLayout
 
 
@@ -85,7 +87,68 @@ def running_daemons(layout: StateLayout) -> list[RunningDaemon]:
     """The webhook receiver and the poller of ``layout``'s root, when their pid is live."""
     found: list[RunningDaemon] = []
     for name, pidfile in _pidfiles(layout):
+        if pidfile == layout.poll_pidfile:
+            held = poller_holder(pidfile)
+            if held is not None:
+                found.append(RunningDaemon(name, held, pidfile))
+            continue
         pid = read_pid(pidfile)
         if pid is not None and pid_is_running(pid):
             found.append(RunningDaemon(name, pid, pidfile))
     return found
+
+
+class PollerLock:
+    """The exclusive ``flock`` on ``<root>/poll.pid``; the pid is written after it is taken.
+
+    :meth:`acquire` raises :class:`TheLoopError` (exit 1) naming the holder when another
+    poller has it. The pidfile is written in place, never replaced: the lock lives on
+    its inode.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        make_directory(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = read_pid(self.path)
+            raise TheLoopError(
+                f"another poller holds {self.path} (pid {pid if pid is not None else '?'})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.fsync(fd)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+
+def poller_holder(path: Path) -> int | None:
+    """The pid of the process holding the poller's lock on ``path``; None when nobody does.
+
+    Decided by the lock, not by ``kill -0`` on a pid that may have been reused.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = read_pid(path)
+        return pid if pid is not None else -1
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None

@@ -245,6 +245,31 @@ class TmuxRunner:
         text = result.stdout.rstrip()
         return text + "\n" if text else ""
 
+    def deliver(self, name: str, buffer: str, text: str, mark: tuple[str, str]) -> None:
+        """Paste ``text`` into ``name``'s pane and mark it, in ONE tmux command list.
+
+        ``set-buffer`` into the per-delivery ``buffer``, ``paste-buffer -p -d`` (bracketed,
+        the buffer deleted), Enter, then ``set-option -p`` of ``mark`` (option, value): tmux
+        runs the list in one go and stops at the first failure, so the pane carries the
+        mark exactly when the paste happened. ``DispatchError`` when tmux refuses.
+        """
+        check_name(name)
+        target = f"={name}:"
+        option, value = mark
+        self._tmux(
+            *("set-buffer", "-b", buffer, "--", _tmux_argument(text), ";"),
+            *("paste-buffer", "-p", "-d", "-b", buffer, "-t", target, ";"),
+            *("send-keys", "-t", target, "Enter", ";"),
+            *("set-option", "-p", "-t", target, option, value),
+        )
+
+    def pane_option(self, name: str, option: str) -> str | None:
+        """The value of the pane option ``option`` of ``name``; None when unset or gone."""
+        check_name(name)
+        shown = self._tmux("show-options", "-p", "-q", "-v", "-t", f"={name}:", option, check=False)
+        value = shown.stdout.strip() if shown.returncode == 0 else ""
+        return value or None
+
     def _make_room(self, name: str) -> str | None:
         """Refuse a live (or unreadable) session ``name``; keep a dead one under a new name
         (returned)."""
@@ -346,6 +371,12 @@ def process_group_running(pgid: int) -> bool:
         if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
             return True
     return False
+
+
+def _tmux_argument(text: str) -> str:
+    """``text`` as one tmux argument: a trailing ``;`` would end the command, so it is
+    written ``\\;``, which tmux reads back as ``;``."""
+    return text[:-1] + "\\;" if text.endswith(";") else text
 
 
 def _is_absent(stderr: str) -> bool:

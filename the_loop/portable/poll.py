@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, cast
 
-from the_loop.eventlog import utc_timestamp
-from the_loop.portable.store import POLL, WorkItemStore, WriteResult
+from the_loop.portable.store import CONTROL, POLL, WorkItemStore, WriteResult
 from the_loop.ref import WorkItemRef, as_ref
 
 Ledger = dict[str, Any]
 SEEN_COMMENTS = "seenComments"
 COMMENT_ATTEMPTS = "commentAttempts"
 SPAWN = "spawn"
+DELIVERIES = "deliveries"
 LAST_POLLED_AT = "lastPolledAt"
 
 
@@ -105,9 +105,13 @@ class PollState:
     def baseline_comments(
         self, ref: WorkItemRef | str, ids: Iterable[str], polled_at: str = ""
     ) -> None:
-        """Mark ``ids`` as seen (attempts dropped) and stamp ``lastPolledAt``."""
+        """Mark ``ids`` as seen (attempts dropped).
+
+        ``polled_at`` is accepted and ignored: clocks live in ``local/``, so the tracked
+        ledger changes only when a comment does (an old ``lastPolledAt`` is dropped).
+        """
+        del polled_at
         new_ids = [str(i) for i in ids]
-        stamp = polled_at or utc_timestamp()
 
         def change(ledger: Ledger) -> None:
             seen: list[str] = ledger[SEEN_COMMENTS]
@@ -118,7 +122,7 @@ class PollState:
                     known.add(comment_id)
             for comment_id in new_ids:
                 ledger[COMMENT_ATTEMPTS].pop(comment_id, None)
-            ledger[LAST_POLLED_AT] = stamp
+            ledger.pop(LAST_POLLED_AT, None)
 
         self._update(as_ref(ref), change)
 
@@ -159,6 +163,47 @@ class PollState:
             }
 
         self._update(as_ref(ref), change)
+
+    def deliveries(self, ref: WorkItemRef | str) -> list[dict[str, Any]]:
+        """The item's delivery entries (``id``, ``state``, ``attempts``, ``text``, ``at``)."""
+        entries = _ledger(self._read(as_ref(ref))).get(DELIVERIES)
+        if not isinstance(entries, list):
+            return []
+        rows = cast(list[Any], entries)
+        return [dict(cast(dict[str, Any], e)) for e in rows if isinstance(e, dict)]
+
+    def change(self, ref: WorkItemRef | str, change: Callable[[Ledger], None]) -> None:
+        """One locked read-modify-write of ``ref``'s ledger (its lists well-typed first)."""
+        self._update(as_ref(ref), change)
+
+    def record_command(
+        self, ref: WorkItemRef | str, comment_id: str, control: dict[str, Any]
+    ) -> bool:
+        """Mark ``comment_id`` seen and store ``control`` in one locked write of the record.
+
+        False (and nothing written) when the comment was already seen: a command runs at
+        most once, even across a crash between this write and the action.
+        """
+        item = as_ref(ref)
+        if self._owner(item) != item:
+            if comment_id in self.seen_comments(item):
+                return False
+            self.resolve_comment(item, comment_id)
+            self.store.write_section(item, CONTROL, control)
+            return True
+        fresh: list[bool] = []
+
+        def compute(current: dict[str, Any]) -> dict[str, Any]:
+            ledger = _ledger(current.get(POLL))
+            if comment_id in ledger[SEEN_COMMENTS]:
+                return {}
+            ledger[SEEN_COMMENTS].append(comment_id)
+            ledger[COMMENT_ATTEMPTS].pop(comment_id, None)
+            fresh.append(True)
+            return {POLL: ledger, CONTROL: control}
+
+        self.store.update_sections(item, (POLL, CONTROL), compute)
+        return bool(fresh)
 
     def forget(self, ref: WorkItemRef | str) -> WriteResult:
         """Remove ``ref``'s ledger now (a PR's leaves its owner's map) via the seal rule."""

@@ -267,6 +267,16 @@ class WorkItemStore:
             as_ref(ref), (name,), lambda current: {name: change(current[name])}, syncs
         )
 
+    def update_sections(
+        self,
+        ref: RefLike,
+        names: tuple[str, ...],
+        compute: Callable[[dict[str, Section | None]], Mapping[str, Section | None]],
+    ) -> WriteResult:
+        """Locked read-modify-write of several sections: ``compute(current)`` gives the
+        changed ones (an empty mapping changes nothing); ``compute`` must not call back."""
+        return self._modify(as_ref(ref), names, compute, None)
+
     def update_pull_request_ledger(
         self,
         owner: RefLike,

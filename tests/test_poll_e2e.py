@@ -1,0 +1,164 @@
+"""`the-loop poll --once` end to end: the loopback fake GitHub, real tmux on a private
+socket, real git, and a stand-in agent that writes its prompt and what it reads to a file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_github import FakeGitHub, serve
+from tests.helpers.gitrepo import make_remote
+from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
+from tests.helpers.world import World
+from the_loop.polling.github_comment import AGENT_COMMENT_MARKER
+
+TOKEN = "ghp_poll-test-token"
+REPO = "octo/app"
+ITEM = "github:octo/app#15"
+
+
+class PollWorld(World):
+    """A state root, a config pointing at the fake, a workspace remote and a tmux socket."""
+
+    def __init__(self, tmp_path: Path, socket: str, github: FakeGitHub) -> None:
+        super().__init__(tmp_path, usage_exit_returns=True, source="test")
+        self.agent_file = tmp_path / "agent-read.txt"
+        agent = [
+            "bash",
+            "-c",
+            'printf "PROMPT %s\\n" "$1" > "$2"; exec cat >> "$2"',
+            "agent",
+            "{prompt}",
+            str(self.agent_file),
+        ]
+        self.configure(
+            {
+                "routing": {
+                    "defaultHarness": "command",
+                    "harnesses": {"command": {"argv": agent}},
+                    "prompt": "Ticket {url}: {title}",
+                    "authorizedUsers": ["alice"],
+                    "workspace": {
+                        "root": str(tmp_path / "workspaces"),
+                        "repositories": {REPO: str(make_remote(tmp_path, "app"))},
+                    },
+                    "tmux": {"socket": socket, "harnessKillGraceSeconds": 3},
+                },
+                "polling": {"repositories": [REPO], "labels": ["the-loop"]},
+                "integrations": {"github": {"apiUrl": github.url}},
+            }
+        )
+
+    def poll(self) -> dict[str, Any]:
+        code, out, err = self.run_cli(["poll", "--once", "--format", "json"])
+        assert code == 0, err
+        return json.loads(out)["items"][0]
+
+    def read(self) -> str:
+        return self.agent_file.read_text(encoding="utf-8") if self.agent_file.exists() else ""
+
+    def events_named(self, name: str) -> list[dict[str, Any]]:
+        log = self.layout.event_log
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        return [event for event in map(json.loads, lines) if event["event"] == name]
+
+    def live(self) -> bool:
+        return self.registry.find_by_work_item(ITEM) is not None
+
+    def portable_bytes(self) -> dict[str, tuple[int, bytes]]:
+        root = self.layout.portable_dir
+        return {
+            str(p): (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()
+        }
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with serve(FakeGitHub(tokens={TOKEN: "the-loop-bot"})) as fake:
+        fake.add_issue(
+            REPO, 15, title="Fix the wobbling widget", body="It wobbles.", labels=("the-loop",)
+        )
+        yield fake
+
+
+@pytest.fixture
+def world(
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> PollWorld:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    return PollWorld(tmp_path, tmux_socket, github)
+
+
+def test_a_ticket_is_driven_end_to_end_by_its_comments(
+    world: PollWorld, github: FakeGitHub
+) -> None:
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    report = world.poll()
+    assert report["commands"] == 1 and world.live()
+    assert wait_until(lambda: "Fix the wobbling widget" in world.read())
+
+    for text in ("first note", "second note", "third note"):
+        github.add_comment(REPO, 15, text, login="alice")
+    assert world.poll()["delivered"] == 3
+    assert wait_until(lambda: "third note" in world.read())
+    world.poll()  # nothing new: nothing pasted again
+    content = world.read()
+    assert [content.count(t) for t in ("first note", "second note", "third note")] == [1, 1, 1]
+    assert content.index("first note") < content.index("second note") < content.index("third note")
+
+    github.add_comment(REPO, 15, "the-loop stop", login="mallory")
+    github.add_comment(
+        REPO, 15, f"{AGENT_COMMENT_MARKER}\nthe-loop stop; marked words", login="alice"
+    )
+    world.poll()
+    assert world.live(), "neither the stranger nor the-loop's own words commanded"
+    assert [e["login"] for e in world.events_named("poll.unauthorized")] == ["mallory"]
+    assert "marked words" not in world.read()
+
+    github.add_comment(REPO, 15, "the-loop pause", login="alice")
+    world.poll()
+    github.add_comment(REPO, 15, "held one", login="alice")
+    github.add_comment(REPO, 15, "held two", login="alice")
+    assert world.poll()["held"] == 2
+    assert "held one" not in world.read()
+    github.add_comment(REPO, 15, "the-loop resume", login="alice")
+    world.poll()
+    assert wait_until(lambda: "held two" in world.read())
+    content = world.read()
+    assert content.count("held one") == 1 and content.index("held one") < content.index("held two")
+
+    github.set_state(REPO, 15, "closed")
+    assert world.poll()["closed"] == 1
+    assert not world.live()
+
+
+def test_an_idle_cycle_is_all_304s_and_writes_nothing_under_portable(
+    world: PollWorld, github: FakeGitHub
+) -> None:
+    github.add_comment(REPO, 15, "a note before anyone started", login="alice")
+    world.poll()
+    world.poll()
+    before = world.portable_bytes()
+    report = world.poll()
+    assert report["requests"] == report["not_modified"] > 0
+    assert world.portable_bytes() == before
+
+
+def test_a_second_poller_exits_1_naming_the_holder(world: PollWorld) -> None:
+    from the_loop.dispatch.daemons import PollerLock
+
+    lock = PollerLock(world.layout.poll_pidfile)
+    lock.acquire()
+    try:
+        code, _, err = world.run_cli(["poll", "--once"])
+    finally:
+        lock.release()
+    assert code == 1
+    assert f"another poller holds {world.layout.poll_pidfile} (pid " in err

@@ -1,0 +1,88 @@
+"""Build one poll cycle's collaborators from the context, run it, and report it."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from the_loop.commands.common import Context, warn
+from the_loop.commands.poll_ports import (
+    CURSOR_FILE,
+    Actions,
+    ClientReads,
+    FileCursors,
+    live_sessions,
+    poll_settings,
+)
+from the_loop.commands.stores import open_dispatcher, open_stores
+from the_loop.github import TOKEN_VARIABLES
+from the_loop.github_etags import FileEtagCache
+from the_loop.github_http import GitHubClient
+from the_loop.polling.cycle import run_cycle
+from the_loop.polling.ports import CyclePorts
+from the_loop.portable.poll import PollState
+
+DEFAULT_API_URL = "https://api.github.com"
+
+
+def github_token(context: Context) -> str:
+    """``$<integrations.github.tokenEnv>``, else ``$GITHUB_TOKEN``, else ``$GH_TOKEN``."""
+    named = context.config.get_str("integrations.github.tokenEnv", "")
+    for variable in (named,) if named else TOKEN_VARIABLES:
+        if os.environ.get(variable):
+            return os.environ[variable]
+    return ""
+
+
+def one_cycle(context: Context, *, checkpoint: Callable[[str], None]) -> dict[str, Any]:
+    """One cycle over every ``polling.repositories``; the report the command prints."""
+    started = time.monotonic()
+    settings = poll_settings(context.config)
+    stores = open_stores(context, source="poll")
+    layout = context.layout
+    etags = FileEtagCache.for_layout(layout)
+    api = context.config.get_str("integrations.github.apiUrl", DEFAULT_API_URL) or DEFAULT_API_URL
+    actions = Actions(stores, open_dispatcher(context, stores), settings.prompt_template)
+    with GitHubClient(api, github_token(context), etags=etags) as client:
+        reads = ClientReads(client)
+        ports = CyclePorts(
+            github=reads,
+            cursors=FileCursors(
+                layout.local_dir / CURSOR_FILE, layout.local_locks_dir / "poll-cursors.lock"
+            ),
+            sessions=lambda: live_sessions(stores),
+            armed=lambda: (),
+            control=actions.control,
+            close=actions.close,
+            end_endpoint=actions.end_endpoint,
+            deliver=actions.deliver,
+            pane_mark=actions.pane_mark,
+            emit=stores.events.emit,
+            clock=time.time,
+            warn=warn,
+            checkpoint=checkpoint,
+        )
+        counts = run_cycle(settings, ports, PollState(stores.store, registry=stores.registry))
+        etags.flush()
+        stats = client.stats
+    report: dict[str, Any] = {
+        "requests": stats.requests,
+        "not_modified": stats.not_modified,
+        **counts.to_dict(),
+        "rate_remaining": reads.remaining,
+        "duration": round(time.monotonic() - started, 3),
+    }
+    stores.events.emit(
+        "poll.cycle",
+        requests=stats.requests,
+        not_modified=stats.not_modified,
+        delivered=counts.delivered,
+        commands=counts.commands,
+        settled=counts.settled,
+        errors=len(counts.failed),
+        rate_remaining=reads.remaining,
+        duration_ms=int(report["duration"] * 1000),
+    )
+    return report

@@ -1,0 +1,221 @@
+"""Deliver one item's waiting comments into its pane, exactly once, crash or not.
+
+Each attempt: write ``pending`` durably → paste and mark the pane in one tmux command
+list → write ``delivered``. A ``pending`` found on entry (a crash) is resolved against
+the pane's mark first. The ledger rows live in the item's ``poll`` section under
+``deliveries``: ``id``, ``state``, ``attempts``, the text while undelivered, ``at``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from the_loop.errors import TheLoopError
+from the_loop.polling.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
+from the_loop.polling.github_comment import AGENT_COMMENT_MARKER
+from the_loop.polling.ledger import (
+    DeliveryEntry,
+    DeliveryLedger,
+    DeliveryState,
+    Resolution,
+    Verdict,
+    breaker,
+)
+from the_loop.polling.ports import CycleCounts, CyclePorts, LiveSession, PollSettings
+from the_loop.portable.poll import DELIVERIES, Ledger, PollState
+from the_loop.ref import WorkItemRef
+
+Row = dict[str, Any]
+_DONE = (DeliveryState.DELIVERED, DeliveryState.GIVEN_UP)
+
+
+def ledger_of(rows: list[Row]) -> DeliveryLedger:
+    """The state machine's view of the stored rows (a malformed row is skipped)."""
+    entries: list[DeliveryEntry] = []
+    for row in rows:
+        try:
+            state = DeliveryState(str(row.get("state")))
+            entries.append(
+                DeliveryEntry(int(str(row.get("id"))), state, int(row.get("attempts", 0)))
+            )
+        except (TypeError, ValueError):
+            continue
+    return DeliveryLedger(tuple(entries))
+
+
+def store_ledger(polls: PollState, ref: WorkItemRef, ledger: DeliveryLedger, now: float) -> None:
+    """Write ``ledger``'s states into the stored rows (order, attempts; text dropped once done)."""
+
+    def change(stored: Ledger) -> None:
+        rows = {str(r.get("id")): r for r in _rows(stored)}
+        written: list[Row] = []
+        for entry in ledger.entries:
+            row = dict(rows.get(str(entry.comment_id), {"id": str(entry.comment_id)}))
+            if row.get("state") != entry.state and entry.state is DeliveryState.DELIVERED:
+                row["at"] = now
+            row["state"], row["attempts"] = str(entry.state), entry.attempts
+            if entry.state in _DONE:
+                row.pop("text", None)
+            written.append(row)
+        stored[DELIVERIES] = written
+
+    polls.change(ref, change)
+
+
+def _rows(stored: Ledger) -> list[Row]:
+    rows = stored.get(DELIVERIES)
+    if not isinstance(rows, list):
+        return []
+    return [dict(r) for r in rows if isinstance(r, dict)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+
+
+def drain(
+    session: LiveSession,
+    *,
+    polls: PollState,
+    ports: CyclePorts,
+    settings: PollSettings,
+    counts: CycleCounts,
+) -> None:
+    """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in order."""
+    ref, target = session.ref, session.tmux_target
+    rows = polls.deliveries(ref)
+    ledger = ledger_of(rows)
+    if not target or not any(e.state not in _DONE for e in ledger.entries):
+        return
+    texts = {str(r.get("id")): str(r.get("text", "")) for r in rows}
+    if ledger.pending:
+        resolutions = ledger.resolve(ports.pane_mark(target), max_retries=settings.max_retries)
+        ledger = _settle(ref, ledger, resolutions, polls, ports)
+    for comment_id in [e.comment_id for e in ledger.entries if e.state not in _DONE]:
+        ledger = ledger_of(polls.deliveries(ref))
+        entry = ledger.entry(comment_id)
+        if entry is None or entry.state not in (DeliveryState.WAITING, DeliveryState.HELD):
+            continue
+        if _breaker_open(ref, rows, polls, ports, settings):
+            return
+        text = texts.get(str(comment_id), "")
+        ledger = _attempt(ref, target, ledger, comment_id, text, ports, polls, settings)
+        done = ledger.entry(comment_id)
+        if done is not None and done.state is DeliveryState.DELIVERED:
+            counts.delivered += 1
+
+
+def _attempts(ledger: DeliveryLedger, comment_id: int) -> int:
+    entry = ledger.entry(comment_id)
+    return entry.attempts if entry is not None else 0
+
+
+def _attempt(
+    ref: WorkItemRef,
+    target: str,
+    ledger: DeliveryLedger,
+    comment_id: int,
+    text: str,
+    ports: CyclePorts,
+    polls: PollState,
+    settings: PollSettings,
+) -> DeliveryLedger:
+    """One attempt: pending → paste+mark → delivered (or back to waiting, or given up)."""
+    ports.checkpoint("before-pending")
+    begun = ledger.begin(comment_id, max_retries=settings.max_retries)
+    store_ledger(polls, ref, begun, ports.clock())
+    ports.checkpoint("after-pending")
+    attempt = _attempts(begun, comment_id)
+    delivery = Delivery(comment_id, text, f"{BUFFER_PREFIX}{ref.slug}-{comment_id}-{attempt}")
+    try:
+        ports.deliver(target, delivery)
+    except TheLoopError as error:
+        ports.warn(f"{ref.ref}: could not paste comment {comment_id}: {error}")
+        resolution = begun.paste_failed(comment_id, max_retries=settings.max_retries)
+        return _settle(ref, begun, (resolution,), polls, ports)
+    ports.checkpoint("after-mark")
+    done = begun.delivered(comment_id)
+    store_ledger(polls, ref, done, ports.clock())
+    ports.emit("poll.comment_delivered", work_item=ref.ref, comment_id=comment_id, attempt=attempt)
+    ports.checkpoint("after-delivered")
+    return done
+
+
+def _settle(
+    ref: WorkItemRef,
+    ledger: DeliveryLedger,
+    resolutions: tuple[Resolution, ...],
+    polls: PollState,
+    ports: CyclePorts,
+) -> DeliveryLedger:
+    """Write ``resolutions``; each give-up posts one marked comment and emits its event."""
+    settled = ledger.apply(resolutions)
+    store_ledger(polls, ref, settled, ports.clock())
+    for resolution in resolutions:
+        if resolution.verdict is Verdict.GIVE_UP:
+            _give_up_notice(ref, resolution, ports)
+    return settled
+
+
+def _give_up_notice(ref: WorkItemRef, resolution: Resolution, ports: CyclePorts) -> None:
+    body = (
+        f"{AGENT_COMMENT_MARKER}\nthe-loop gave up delivering comment "
+        f"{resolution.comment_id} to the agent: {resolution.why}."
+    )
+    _post(ref, body, ports)
+    ports.emit(
+        "poll.comment_given_up",
+        "warning",
+        work_item=ref.ref,
+        comment_id=resolution.comment_id,
+        why=str(resolution.why),
+    )
+
+
+def _breaker_open(
+    ref: WorkItemRef,
+    rows: list[Row],
+    polls: PollState,
+    ports: CyclePorts,
+    settings: PollSettings,
+) -> bool:
+    """True when the session had its hour's deliveries; the first time, a notice and an event."""
+    times = [float(r["at"]) for r in polls.deliveries(ref) if isinstance(r.get("at"), int | float)]
+    state = breaker(times, now=ports.clock(), max_per_hour=settings.max_deliveries_per_hour)
+    noticed = any(r.get("breaker") for r in rows)
+    if not state.open:
+        if noticed:
+            polls.change(ref, _mark_breaker(False))
+        return False
+    if not noticed:
+        polls.change(ref, _mark_breaker(True))
+        body = (
+            f"{AGENT_COMMENT_MARKER}\nthe-loop is holding further comments for this session: "
+            f"{state.recent} were delivered within the hour "
+            f"(polling.maxDeliveriesPerHour is {settings.max_deliveries_per_hour})."
+        )
+        _post(ref, body, ports)
+        ports.emit("poll.breaker_open", "warning", work_item=ref.ref, recent=state.recent)
+    return True
+
+
+def _mark_breaker(open_now: bool) -> Callable[[Ledger], None]:
+    def change(stored: Ledger) -> None:
+        rows = _rows(stored)
+        for row in rows:
+            row.pop("breaker", None)
+        if open_now and rows:
+            rows[-1]["breaker"] = True
+        stored[DELIVERIES] = rows
+
+    return change
+
+
+def _post(ref: WorkItemRef, body: str, ports: CyclePorts) -> None:
+    try:
+        posted = ports.github.post_comment(ref, body)
+    except TheLoopError as error:
+        ports.warn(f"{ref.ref}: could not post a notice: {error}")
+        return
+    if posted is not None:
+        ports.cursors.remember_posted(posted)
+
+
+__all__ = ["DELIVERED_MARK", "drain", "ledger_of", "store_ledger"]

@@ -1,0 +1,139 @@
+"""What one poll cycle is given: its settings, its collaborators, and what it reports.
+
+The cycle is domain code: GitHub, tmux and the dispatcher reach it only through the
+callables of :class:`CyclePorts`, which the ``poll`` command builds. Every
+collaborator raises :class:`~the_loop.errors.TheLoopError` with a sentence on failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from the_loop.polling.comments import CommentPolicy, SessionState
+from the_loop.polling.delivery import Delivery
+from the_loop.polling.people import AuthorizedUsers
+from the_loop.ref import WorkItemRef
+
+Json = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PollSettings:
+    """``polling.*`` and the routing keys the cycle needs, read once per cycle."""
+
+    repositories: tuple[str, ...]
+    labels: tuple[str, ...] = ()
+    max_retries: int = 3
+    max_deliveries_per_hour: int = 30
+    policy: CommentPolicy = field(default_factory=lambda: CommentPolicy(AuthorizedUsers.of(())))
+    prompt_template: str = ""
+
+
+@dataclass(frozen=True)
+class CommentsPage:
+    """The new comments of one repository: entries in order, and whether all were 304."""
+
+    entries: Sequence[Json]
+    not_modified: bool
+
+
+class GitHubReads(Protocol):
+    """The reads and the one write the cycle makes on GitHub."""
+
+    def open_items(self, repository: str, labels: Sequence[str]) -> Sequence[Json]: ...
+
+    def comments_since(self, repository: str, since: str | None) -> CommentsPage: ...
+
+    def thread(self, ref: WorkItemRef) -> Sequence[Json]: ...
+
+    def item(self, ref: WorkItemRef) -> Json: ...
+
+    def post_comment(self, ref: WorkItemRef, body: str) -> int | None: ...
+
+    def rate_low(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class LiveSession:
+    """A live session as the cycle sees it: its state and the tmux target of its pane."""
+
+    ref: WorkItemRef
+    state: SessionState
+    tmux_target: str = ""
+    pull_requests: tuple[WorkItemRef, ...] = ()
+
+
+class Cursors(Protocol):
+    """The machine-local comment cursor of each repository, and the ids the-loop posted."""
+
+    def get(self, repository: str) -> str | None: ...
+
+    def set(self, repository: str, cursor: str) -> None: ...
+
+    def posted(self) -> frozenset[int]: ...
+
+    def remember_posted(self, comment_id: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class ItemFacts:
+    """What a control action needs of the ticket: its title, URL and body."""
+
+    ref: WorkItemRef
+    title: str = ""
+    url: str = ""
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class CyclePorts:
+    """Every collaborator of one cycle.
+
+    ``control(facts, verb, actor)`` runs a verb through the sessions' own code and
+    returns its outcome word; ``close(ref, cleanup)`` takes the dispatcher's one close
+    path; ``deliver(target, delivery)`` pastes and marks in one tmux command list;
+    ``pane_mark(target)`` reads the mark back; ``checkpoint(step)`` is a no-op hook
+    the crash test uses to stop the process at each step of a delivery.
+    """
+
+    github: GitHubReads
+    cursors: Cursors
+    sessions: Callable[[], Sequence[LiveSession]]
+    armed: Callable[[], Sequence[WorkItemRef]]
+    control: Callable[[ItemFacts, str, str], str]
+    close: Callable[[WorkItemRef, bool], None]
+    end_endpoint: Callable[[WorkItemRef, WorkItemRef, str], None]
+    deliver: Callable[[str, Delivery], None]
+    pane_mark: Callable[[str], str | None]
+    emit: Callable[..., object]
+    clock: Callable[[], float]
+    warn: Callable[[str], None] = lambda _message: None
+    checkpoint: Callable[[str], None] = lambda _step: None
+
+
+@dataclass
+class CycleCounts:
+    """The counters of one cycle (the report the command adds requests and rate to)."""
+
+    delivered: int = 0
+    commands: int = 0
+    settled: int = 0
+    held: int = 0
+    seen: int = 0
+    baselined: int = 0
+    closed: int = 0
+    failed: list[str] = field(default_factory=list[str])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "delivered": self.delivered,
+            "commands": self.commands,
+            "settled": self.settled,
+            "held": self.held,
+            "seen": self.seen,
+            "baselined": self.baselined,
+            "closed": self.closed,
+            "failed": list(self.failed),
+        }
