@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +21,17 @@ STEPS = ("before-pending", "after-pending", "after-mark", "after-delivered")
 RUNS_PER_STEP = 3
 
 
-def poll_process(world: PollWorld, crash_at: str = "") -> int:
+def poll_process(loop_world: PollWorld, crash_at: str = "") -> int:
     env = {**os.environ, "GITHUB_TOKEN": TOKEN, CRASH_AT_VARIABLE: crash_at}
-    argv = [sys.executable, "-m", "the_loop", "--config", str(world.config_path), "poll", "--once"]
+    argv = [
+        sys.executable,
+        "-m",
+        "the_loop",
+        "--config",
+        str(loop_world.config_path),
+        "poll",
+        "--once",
+    ]
     done = subprocess.run(argv, env=env, capture_output=True, timeout=120, check=False)
     return done.returncode
 
