@@ -162,3 +162,13 @@ def test_a_second_poller_exits_1_naming_the_holder(world: PollWorld) -> None:
         lock.release()
     assert code == 1
     assert f"another poller holds {world.layout.poll_pidfile} (pid " in err
+
+
+def test_a_config_with_no_repository_is_a_usage_error_that_takes_no_lock(world: PollWorld) -> None:
+    document = json.loads(world.config_path.read_text(encoding="utf-8"))
+    document["polling"]["repositories"] = []
+    world.configure(document)
+    code, out, err = world.run_cli(["poll", "--once"])
+    assert (code, out) == (2, "")
+    assert "polling.repositories is empty" in err
+    assert not world.layout.poll_pidfile.exists()

@@ -20,7 +20,7 @@ from the_loop.commands.common import Context, format_parent, load_context, state
 from the_loop.commands.render import Result
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.daemons import PollerLock, poller_holder
-from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
+from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, UsageError
 from the_loop.fsio import read_json, write_json
 
 STOP_TIMEOUT_SECONDS = 30.0
@@ -55,11 +55,23 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run_poll(args: argparse.Namespace) -> Result:
     """One cycle with ``--once``; else the daemon until a signal (exit 0)."""
     context = load_context(args)
+    _check_config(context)
     with _holding(context):
         if args.once:
             report = _one_cycle(context)
             return _report_result(report)
         return _daemon(args)
+
+
+def _check_config(context: Context) -> None:
+    """Exit 2 with nothing to watch; warn when nobody may command."""
+    from the_loop.commands.poll_ports import poll_settings
+
+    settings = poll_settings(context.config)
+    if not settings.repositories:
+        raise UsageError("polling.repositories is empty: there is nothing to poll")
+    if settings.policy.authorized.nobody:
+        warn("routing.authorizedUsers is empty: no comment can command a session")
 
 
 @contextmanager
