@@ -172,3 +172,27 @@ def test_a_config_with_no_repository_is_a_usage_error_that_takes_no_lock(world: 
     assert (code, out) == (2, "")
     assert "polling.repositories is empty" in err
     assert not world.layout.poll_pidfile.exists()
+
+
+def test_a_merged_linked_pull_request_ends_only_its_endpoint(
+    world: PollWorld, github: FakeGitHub
+) -> None:
+    github.add_issue(REPO, 16, title="Fix it", pull_request=True)
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    world.poll()
+    code, _, err = world.run_cli(
+        ["sessions", "link-pr", "--work-item", ITEM, "--pull-request", "github:octo/app#16"]
+    )
+    assert code == 0, err
+    world.poll()
+    github.set_state(REPO, 16, "closed", merged=True)
+    assert world.poll()["closed"] == 1
+    record = world.registry.find_by_work_item(ITEM)
+    assert record is not None and record.is_live, "the work item's own session goes on"
+    endpoint = record.endpoint_for("github:octo/app#16")
+    assert endpoint is not None and not endpoint.is_live
+    ledger = world.store.pull_request_ledger(ITEM, "github:octo/app#16")
+    assert ledger is not None and ledger["state"] == "merged"
+    assert [e.get("pull_request") for e in world.events_named("poll.closure")] == [
+        "github:octo/app#16"
+    ]

@@ -218,8 +218,16 @@ class Actions:
                 clean_up(self.dispatcher, ref, actor="", source="comment")
 
     def end_endpoint(self, owner: WorkItemRef, pr: WorkItemRef, state: str) -> None:
-        self.stores.registry.close_endpoint(owner, pr)
+        """Close only ``pr``'s endpoint of ``owner``'s record, ending its own tmux session."""
         del state
+        registry = self.stores.registry
+        with registry.spawn_lock(owner):
+            record = registry.find_by_work_item(owner)
+            endpoint = record.endpoint_for(pr) if record is not None else None
+            registry.close_endpoint(owner, pr)
+        target = endpoint.tmux_target if endpoint is not None else ""
+        if target and record is not None and target != record.tmux_target:
+            self.dispatcher.teardown.end_tmux_session(target)
 
     def deliver(self, target: str, delivery: Delivery) -> None:
         self.dispatcher.tmux.deliver(

@@ -284,28 +284,70 @@ def _closures(
     polls: PollState,
     counts: CycleCounts,
 ) -> None:
-    """Step 8: a live session whose item left the open listing is checked and closed."""
-    open_refs = set(repo.facts)
+    """Step 8: a live session whose item left the open listing is checked and closed;
+    a linked PR that left it ends only its endpoint."""
     for ref, session in repo.sessions.items():
-        if ref in open_refs and not _closed_in_listing(repo.facts[ref]):
+        for pr in session.pull_requests:
+            _close_linked(ref, pr, repo, settings, ports, polls, counts)
+        if ref in repo.facts and not _closed_in_listing(repo.facts[ref]):
             continue
-        data = ports.github.item(ref)
-        closer = data.get("closed_by")
-        login = _text(closer, "login") if isinstance(closer, dict) else ""  # pyright: ignore[reportUnknownArgumentType]
-        item = ItemState(data.get("state") == "open", _merged(data), login)
-        known = KnownState(Role.WORK_ITEM, live=True)
-        decision = decide_closure(item, known, authorized=settings.policy.authorized)
-        if decision.action is ClosureAction.CLOSE_SESSION:
-            ports.close(session.ref, decision.cleanup)
-            counts.closed += 1
-            ports.emit(
-                "poll.closure",
-                work_item=ref.ref,
-                state=decision.state,
-                action=str(decision.action),
-                cleanup=decision.cleanup,
-            )
-    del polls
+        _close_work_item(ref, settings, ports, counts)
+
+
+def _close_work_item(
+    ref: WorkItemRef, settings: PollSettings, ports: CyclePorts, counts: CycleCounts
+) -> None:
+    data = ports.github.item(ref)
+    closer = data.get("closed_by")
+    login = _text(cast(Json, closer), "login") if isinstance(closer, dict) else ""
+    item = ItemState(data.get("state") == "open", _merged(data), login)
+    known = KnownState(Role.WORK_ITEM, live=True)
+    decision = decide_closure(item, known, authorized=settings.policy.authorized)
+    if decision.action is not ClosureAction.CLOSE_SESSION:
+        return
+    ports.close(ref, decision.cleanup)
+    counts.closed += 1
+    ports.emit(
+        "poll.closure",
+        work_item=ref.ref,
+        state=decision.state,
+        action=str(decision.action),
+        cleanup=decision.cleanup,
+    )
+
+
+def _close_linked(
+    owner: WorkItemRef,
+    pr: WorkItemRef,
+    repo: _Repository,
+    settings: PollSettings,
+    ports: CyclePorts,
+    polls: PollState,
+    counts: CycleCounts,
+) -> None:
+    """A linked PR merged or closed ends only its endpoint; its state goes in the ledger."""
+    if pr in repo.facts and not _closed_in_listing(repo.facts[pr]):
+        return
+    data = ports.github.item(pr)
+    item = ItemState(data.get("state") == "open", _merged(data))
+    recorded = polls.store.pull_request_ledger(owner, pr) or {}
+    state_now = recorded.get("state")
+    known = KnownState(Role.LINKED_PULL_REQUEST, live=True, recorded_state=str(state_now or ""))
+    decision = decide_closure(item, known, authorized=settings.policy.authorized)
+    if decision.action is not ClosureAction.END_ENDPOINT:
+        return
+    ports.end_endpoint(owner, pr, decision.state)
+    polls.own(pr, owner)
+    polls.change(pr, lambda ledger: ledger.__setitem__("state", decision.state))
+    counts.closed += 1
+    ports.emit(
+        "poll.closure",
+        work_item=owner.ref,
+        pull_request=pr.ref,
+        state=decision.state,
+        action=str(decision.action),
+        cleanup=False,
+    )
 
 
 def _closed_in_listing(data: Json) -> bool:
