@@ -22,6 +22,7 @@ from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.daemons import PollerLock, poller_holder
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, UsageError
 from the_loop.fsio import read_json, write_json
+from the_loop.github_backoff import Backoff
 
 STOP_TIMEOUT_SECONDS = 30.0
 #: Test-only: the delivery step at which the poller kills itself (the crash proof).
@@ -58,7 +59,7 @@ def run_poll(args: argparse.Namespace) -> Result:
     _check_config(context)
     with _holding(context):
         if args.once:
-            report = _one_cycle(context)
+            report, _ = _one_cycle(context)
             return _report_result(report)
         return _daemon(args)
 
@@ -84,12 +85,12 @@ def _holding(context: Context) -> Generator[PollerLock]:
         lock.release()
 
 
-def _one_cycle(context: Context) -> dict[str, Any]:
+def _one_cycle(context: Context, backoff: Backoff | None = None) -> tuple[dict[str, Any], Backoff]:
     from the_loop.commands.poll_cycle import one_cycle
 
-    report = one_cycle(context, checkpoint=_crash_hook())
+    report, after = one_cycle(context, checkpoint=_crash_hook(), backoff=backoff)
     write_json(context.layout.local_dir / "poll-status.json", report)
-    return report
+    return report, after
 
 
 def _crash_hook() -> Any:
@@ -129,6 +130,7 @@ def _daemon(args: argparse.Namespace) -> Result:
 
     previous = [signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)]
     cycles = 0
+    backoff: Backoff | None = None
     try:
         context = load_context(args)
         _stores(context).events.emit(
@@ -137,13 +139,14 @@ def _daemon(args: argparse.Namespace) -> Result:
         while not stopping.is_set():
             started = time.monotonic()
             context = load_context(args)  # the config is re-read every cycle
+            wait = interval_seconds(context.config)
             try:
-                _one_cycle(context)
+                report, backoff = _one_cycle(context, backoff)
+                wait = float(report["next_cycle_in"])
             except TheLoopError as error:
                 warn(f"poll: the cycle failed: {error}")
             cycles += 1
-            wait = interval_seconds(context.config) - (time.monotonic() - started)
-            stopping.wait(max(wait, 0.0))
+            stopping.wait(max(wait - (time.monotonic() - started), 0.0))
         _stores(context).events.emit("poll.stopped", cycles=cycles)
     finally:
         signal.signal(signal.SIGTERM, previous[0])

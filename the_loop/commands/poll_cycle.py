@@ -13,11 +13,13 @@ from the_loop.commands.poll_ports import (
     Actions,
     ClientReads,
     FileCursors,
+    interval_seconds,
     live_sessions,
     poll_settings,
 )
 from the_loop.commands.stores import open_dispatcher, open_stores
 from the_loop.github import TOKEN_VARIABLES
+from the_loop.github_backoff import Backoff, PostSpacer
 from the_loop.github_etags import FileEtagCache
 from the_loop.github_http import GitHubClient
 from the_loop.polling.cycle import run_cycle
@@ -36,16 +38,22 @@ def github_token(context: Context) -> str:
     return ""
 
 
-def one_cycle(context: Context, *, checkpoint: Callable[[str], None]) -> dict[str, Any]:
-    """One cycle over every ``polling.repositories``; the report the command prints."""
+def one_cycle(
+    context: Context, *, checkpoint: Callable[[str], None], backoff: Backoff | None = None
+) -> tuple[dict[str, Any], Backoff]:
+    """One cycle over every ``polling.repositories``: the report the command prints, and
+    the back-off after it (60 s doubling to 15 min on 403/429, ``retry-after`` honoured)."""
     started = time.monotonic()
+    backoff = backoff or Backoff()
     settings = poll_settings(context.config)
     stores = open_stores(context, source="poll")
     layout = context.layout
     etags = FileEtagCache.for_layout(layout)
     api = context.config.get_str("integrations.github.apiUrl", DEFAULT_API_URL) or DEFAULT_API_URL
     actions = Actions(stores, open_dispatcher(context, stores), settings.prompt_template)
-    with GitHubClient(api, github_token(context), etags=etags) as client:
+    spacer = PostSpacer()
+    token = github_token(context)
+    with GitHubClient(api, token, etags=etags, before_post=spacer.wait_turn) as client:
         reads = ClientReads(client)
         ports = CyclePorts(
             github=reads,
@@ -65,14 +73,22 @@ def one_cycle(context: Context, *, checkpoint: Callable[[str], None]) -> dict[st
             checkpoint=checkpoint,
         )
         counts = run_cycle(settings, ports, PollState(stores.store, registry=stores.registry))
-        etags.flush()
+        if not counts.deferred and not counts.failed:
+            etags.flush()  # only once every page read was handled: else it is read again
         stats = client.stats
+    backoff = _after(reads, backoff, stores.events.emit)
+    interval = interval_seconds(context.config)
+    now = time.time()
+    wait = reads.policy.next_cycle_in(
+        interval, poll_interval=reads.poll_interval, backoff=backoff, now=now
+    )
     report: dict[str, Any] = {
         "requests": stats.requests,
         "not_modified": stats.not_modified,
         **counts.to_dict(),
         "rate_remaining": reads.remaining,
         "duration": round(time.monotonic() - started, 3),
+        "next_cycle_in": round(wait, 3),
     }
     stores.events.emit(
         "poll.cycle",
@@ -85,4 +101,22 @@ def one_cycle(context: Context, *, checkpoint: Callable[[str], None]) -> dict[st
         rate_remaining=reads.remaining,
         duration_ms=int(report["duration"] * 1000),
     )
-    return report
+    return report, backoff
+
+
+def _after(reads: ClientReads, backoff: Backoff, emit: Callable[..., object]) -> Backoff:
+    """The back-off once this cycle's refusals are counted; each rate limit is an event."""
+    now = time.time()
+    if not reads.refusals:
+        return reads.policy.after_success(backoff)
+    for error in reads.refusals:
+        backoff = reads.policy.after_failure(backoff, error, now)
+        if error.rate_limited:
+            emit(
+                "poll.rate_limited",
+                "warning",
+                status=error.status,
+                retry_after=error.retry_after,
+                wait_seconds=round(backoff.seconds_left(now), 3),
+            )
+    return backoff

@@ -7,6 +7,7 @@ decides what a comment means — that is :mod:`the_loop.polling`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,9 @@ from the_loop.config import Config
 from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.errors import TheLoopError
 from the_loop.fsio import locked, read_json, write_json
+from the_loop.github_backoff import RatePolicy
 from the_loop.github_http import GitHubClient
+from the_loop.github_replies import GitHubHTTPError, Listing, RateLimit
 from the_loop.polling.comments import CommentPolicy, DeliverFrom, SessionState
 from the_loop.polling.delivery import DELIVERED_MARK, Delivery
 from the_loop.polling.keywords import KeywordGrammar
@@ -31,7 +34,6 @@ from the_loop.ref import WorkItemRef
 CURSOR_FILE = "poll-cursors.json"
 STATUS_FILE = "poll-status.json"
 DEFAULT_INTERVAL = 60.0
-RESERVE = 200
 
 
 def poll_settings(config: Config) -> PollSettings:
@@ -61,37 +63,57 @@ def interval_seconds(config: Config) -> float:
 
 @dataclass
 class ClientReads:
-    """:class:`~the_loop.polling.ports.GitHubReads` over the REST client."""
+    """:class:`~the_loop.polling.ports.GitHubReads` over the REST client.
+
+    Remembers the last rate limit and ``x-poll-interval`` it saw, and every refusal
+    (the daemon's back-off is computed from them).
+    """
 
     client: GitHubClient
+    policy: RatePolicy = field(default_factory=RatePolicy)
     remaining: int | None = None
+    rate: RateLimit | None = None
+    poll_interval: int | None = None
+    refusals: list[GitHubHTTPError] = field(default_factory=list[GitHubHTTPError])
+
+    def _listing(self, path: str, params: dict[str, str | int], *, keep: bool) -> Listing:
+        try:
+            listing = self.client.get_all_pages(path, params, keep_bodies=keep)
+        except GitHubHTTPError as error:
+            self.refusals.append(error)
+            raise
+        self._rate(listing.rate)
+        if listing.poll_interval is not None:
+            self.poll_interval = max(self.poll_interval or 0, listing.poll_interval)
+        return listing
 
     def open_items(self, repository: str, labels: Sequence[str]) -> Sequence[Json]:
         params: dict[str, str | int] = {"state": "open", "per_page": 100}
         if labels:
             params["labels"] = ",".join(labels)
-        listing = self.client.get_all_pages(f"/repos/{repository}/issues", params, keep_bodies=True)
-        self._rate(listing.rate)
+        listing = self._listing(f"/repos/{repository}/issues", params, keep=True)
         return cast(list[Json], listing.items)
 
     def comments_since(self, repository: str, since: str | None) -> CommentsPage:
         params: dict[str, str | int] = {"sort": "updated", "direction": "asc", "per_page": 100}
         if since is not None:
             params["since"] = since
-        listing = self.client.get_all_pages(f"/repos/{repository}/issues/comments", params)
-        self._rate(listing.rate)
+        listing = self._listing(f"/repos/{repository}/issues/comments", params, keep=False)
         return CommentsPage(cast(list[Json], listing.items), listing.not_modified)
 
     def thread(self, ref: WorkItemRef) -> Sequence[Json]:
         path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"
-        listing = self.client.get_all_pages(path, {"per_page": 100}, keep_bodies=True)
-        self._rate(listing.rate)
+        listing = self._listing(path, {"per_page": 100}, keep=True)
         return cast(list[Json], listing.items)
 
     def item(self, ref: WorkItemRef) -> Json:
-        answer = self.client.get(
-            f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}", keep_body=True
-        )
+        try:
+            answer = self.client.get(
+                f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}", keep_body=True
+            )
+        except GitHubHTTPError as error:
+            self.refusals.append(error)
+            raise
         self._rate(answer.rate)
         data = answer.json()
         return cast(Json, data) if isinstance(data, dict) else {}
@@ -103,11 +125,11 @@ class ClientReads:
         return posted if isinstance(posted, int) else None
 
     def rate_low(self) -> bool:
-        return self.remaining is not None and self.remaining < RESERVE
+        return not self.policy.may_run("item", self.rate, time.time())
 
-    def _rate(self, rate: Any) -> None:
+    def _rate(self, rate: RateLimit | None) -> None:
         if rate is not None:
-            self.remaining = rate.remaining
+            self.rate, self.remaining = rate, rate.remaining
 
 
 @dataclass

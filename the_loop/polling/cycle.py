@@ -81,6 +81,7 @@ def _cycle_repository(
     page = ports.github.comments_since(name, since)
     if ports.github.rate_low():
         ports.emit("poll.rate_limited", "warning", repository=name, step="comments")
+        counts.deferred.append(name)
         return  # below the reserve: only the reads; the cursor stays for the next cycle
     newest = cursor
     if not page.not_modified:

@@ -125,6 +125,9 @@ class CycleCounts:
     baselined: int = 0
     closed: int = 0
     failed: list[str] = field(default_factory=list[str])
+    #: Repositories whose comments were read but not handled (below the rate reserve):
+    #: the caller must not keep this cycle's ETags, or the next read would be a 304.
+    deferred: list[str] = field(default_factory=list[str])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,4 +139,5 @@ class CycleCounts:
             "baselined": self.baselined,
             "closed": self.closed,
             "failed": list(self.failed),
+            "deferred": list(self.deferred),
         }

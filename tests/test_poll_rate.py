@@ -1,0 +1,38 @@
+"""`poll --once` under GitHub's limits: a 429 fails the repository with its back-off, and a
+budget below the reserve runs only the reads, keeping every comment for later."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.fake_github import FakeGitHub
+from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
+from tests.test_poll_e2e import REPO, TOKEN, PollWorld, github, world  # noqa: F401 - fixtures
+
+
+def test_a_429_fails_the_cycle_with_exit_1_an_event_and_a_back_off_of_at_least_retry_after(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    github.fail_next("/repos/octo/app/issues/comments", status=429, retry_after=300)
+    code, _, err = world.run_cli(["poll", "--once", "--format", "json"])
+    assert code == 1
+    assert "octo/app:" in err and "429" in err
+    [event] = world.events_named("poll.rate_limited")
+    assert event["status"] == 429 and event["wait_seconds"] >= 300
+    status = json.loads((world.layout.local_dir / "poll-status.json").read_text("utf-8"))
+    assert status["next_cycle_in"] > 290, "the next cycle waits out the retry-after"
+
+
+def test_below_the_reserve_only_the_reads_run_and_the_comment_waits_for_the_budget(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    github.set_budget(TOKEN, remaining=150, reset=int(time.time()) + 3600)
+    report = world.poll()
+    assert report["commands"] == 0 and not world.live()
+    assert [e["step"] for e in world.events_named("poll.rate_limited")] == ["comments"]
+    github.set_budget(TOKEN, remaining=5000)
+    assert world.poll()["commands"] == 1 and world.live()
