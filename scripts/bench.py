@@ -580,6 +580,19 @@ def report(
     return "\n".join(lines) + "\n"
 
 
+def poll_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
+    """The poll cycle's rows (``scripts/bench_poll.py``, against the loopback fake)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_poll  # pyright: ignore[reportMissingImports]
+
+    log("poll cycle against the loopback fake")
+    lines, found = bench_poll.rows(runs)
+    lines = ["", "Poll cycle (in process, against the loopback fake GitHub):", "", *lines]
+    lines += ["", "| target | measured | verdict |", "| --- | --- | --- |"]
+    lines += [f"| {t} | {m} | {'PASS' if ok else 'MISS'} |" for t, m, ok in found]
+    return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated item counts")
@@ -606,10 +619,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
     text = report(python, version, results, args.runs, where)
+    poll_text, poll_passed = poll_section(args.runs, log)
+    text += poll_text
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text, encoding="utf-8")
-    passed = all(check.passed is not False for check in checks(python, version, results))
+    passed = poll_passed and all(
+        check.passed is not False for check in checks(python, version, results)
+    )
     return 0 if passed else 1
 
 

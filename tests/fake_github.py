@@ -382,7 +382,7 @@ class Routes:
         ]
         key = "updated_at" if query.get("sort") == "updated" else "created_at"
         items.sort(key=lambda i: (getattr(i, key), i.number), reverse=_descending(query))
-        return self.page([i.to_json(self.fake.url) for i in items], query, path)
+        return self.page(items, query, path, lambda i: i.to_json(self.fake.url))
 
     def list_comments(
         self, owner: str, repo: str, number: int | None, query: dict[str, str], path: str
@@ -401,13 +401,17 @@ class Routes:
             items.sort(key=lambda c: (getattr(c, key), c.id), reverse=descending)
         else:
             items.sort(key=lambda c: c.id)  # the documented default: ascending id
-        return self.page([c.to_json(self.fake.url) for c in items], query, path)
+        return self.page(items, query, path, lambda c: c.to_json(self.fake.url))
 
-    def page(self, items: list[Any], query: dict[str, str], path: str) -> Answer:
+    def page(
+        self, items: list[Any], query: dict[str, str], path: str, convert: Any = None
+    ) -> Answer:
+        """One page of ``items``; only that page's entries are converted (``convert``)."""
         per_page = min(max(int(query.get("per_page", DEFAULT_PER_PAGE)), 1), MAX_PER_PAGE)
         number = max(int(query.get("page", 1)), 1)
         last = max((len(items) + per_page - 1) // per_page, 1)
         chunk = items[(number - 1) * per_page : number * per_page]
+        chunk = [convert(item) for item in chunk] if convert is not None else chunk
         links: list[str] = []
         for rel, target in (("prev", number - 1), ("next", number + 1), ("first", 1)):
             if 1 <= target <= last and (rel != "first" or number > 1):

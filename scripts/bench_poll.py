@@ -1,0 +1,136 @@
+"""The poll cycle's rows of ``make bench``, against the loopback fake GitHub of ``tests/``.
+
+Each cycle is ``the-loop poll --once`` run in this process (the fake serves from a
+thread of it). Measured: an idle cycle's requests and the files it changes under
+``portable/``; the requests of a cycle with one new comment among 50 watched items;
+and the idle cycle's time at 500 and at 3,000 watched items.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from tests.fake_github import FakeGitHub, serve  # noqa: E402
+from the_loop.cli import main as cli_main  # noqa: E402
+
+TOKEN = "ghp_bench-token"
+REPO = "octo/app"
+
+
+@contextlib.contextmanager
+def fake_with_items(count: int, comments: bool) -> Iterator[FakeGitHub]:
+    with serve(FakeGitHub(tokens={TOKEN: "bench"})) as fake:
+        for number in range(1, count + 1):
+            fake.add_issue(REPO, number, title=f"item {number}", labels=("the-loop",))
+            if comments:
+                fake.add_comment(REPO, number, f"note on {number}", login="alice")
+        yield fake
+
+
+def write_config(home: Path, fake: FakeGitHub) -> Path:
+    config = {
+        "state": {"root": str(home / "state")},
+        "routing": {"authorizedUsers": ["alice"]},
+        "polling": {"repositories": [REPO], "labels": ["the-loop"]},
+        "integrations": {"github": {"apiUrl": fake.url}},
+    }
+    path = home / "cli-config.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def poll_once(config: Path) -> dict[str, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = cli_main(["--config", str(config), "poll", "--once", "--format", "json"])
+    if code != 0:
+        raise SystemExit(f"bench: poll --once exited {code}")
+    return json.loads(out.getvalue())["items"][0]
+
+
+def portable_files(home: Path) -> dict[str, tuple[int, int]]:
+    root = home / "state" / "portable"
+    found = (p for p in root.rglob("*") if p.is_file()) if root.exists() else iter(())
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in found}
+
+
+def idle(count: int, runs: int) -> tuple[dict[str, Any], int, float]:
+    """Requests of an idle cycle, files it changed under portable/, median seconds."""
+    with tempfile.TemporaryDirectory() as tmp, fake_with_items(count, comments=False) as fake:
+        config = write_config(Path(tmp), fake)
+        poll_once(config)
+        poll_once(config)
+        before = portable_files(Path(tmp))
+        times: list[float] = []
+        report: dict[str, Any] = {}
+        for _ in range(runs):
+            started = time.perf_counter()
+            report = poll_once(config)
+            times.append(time.perf_counter() - started)
+        changed = sum(1 for k, v in portable_files(Path(tmp)).items() if before.get(k) != v)
+        return report, changed, statistics.median(times)
+
+
+def one_new_comment(count: int = 50) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp, fake_with_items(count, comments=True) as fake:
+        config = write_config(Path(tmp), fake)
+        poll_once(config)  # first sight of every item: each thread baselined
+        poll_once(config)
+        fake.advance(60)
+        fake.add_comment(REPO, count // 2, "one new comment", login="alice")
+        return poll_once(config)
+
+
+def rows(runs: int = 5) -> tuple[list[str], list[tuple[str, str, bool]]]:
+    """The markdown rows and the (target, measured, passed) checks of the poll cycle."""
+    os.environ["GITHUB_TOKEN"] = TOKEN
+    idle_small, changed, small_s = idle(500, runs)
+    _, changed_big, big_s = idle(3000, runs)
+    news = one_new_comment()
+    lines = [
+        "| watched items | poll cycle | requests | answered 304 | median s |",
+        "| ---: | --- | ---: | ---: | ---: |",
+        f"| 500 | idle | {idle_small['requests']} | {idle_small['not_modified']} | {small_s:.3f} |",
+        f"| 3,000 | idle | – | – | {big_s:.3f} |",
+        f"| 50 | one new comment | {news['requests']} | {news['not_modified']} | – |",
+    ]
+    idle_requests = idle_small["requests"] == idle_small["not_modified"]
+    found = [
+        (
+            "idle cycle: every request a 304",
+            f"{idle_small['not_modified']} of {idle_small['requests']}",
+            idle_requests,
+        ),
+        (
+            "idle cycle: files changed under portable/ = 0",
+            f"{changed + changed_big}",
+            changed + changed_big == 0,
+        ),
+        (
+            "one new comment among 50 watched ≤ 4 requests",
+            f"{news['requests']}",
+            news["requests"] <= 4 and news["delivered"] + news["seen"] >= 1,
+        ),
+        ("idle cycle at 3,000 ≤ 3× at 500", f"{big_s / small_s:.2f}×", big_s <= 3 * small_s),
+    ]
+    return lines, found
+
+
+if __name__ == "__main__":
+    table, results = rows()
+    print("\n".join(table))
+    for target, measured, passed in results:
+        print(f"| {target} | {measured} | {'PASS' if passed else 'MISS'} |")
