@@ -196,3 +196,16 @@ def test_a_merged_linked_pull_request_ends_only_its_endpoint(
     assert [e.get("pull_request") for e in world.events_named("poll.closure")] == [
         "github:octo/app#16"
     ]
+
+
+def test_the_pollers_machine_local_files_are_not_mistaken_for_session_records(
+    world: PollWorld, github: FakeGitHub
+) -> None:
+    github.add_comment(REPO, 15, "a note", login="alice")
+    world.poll()
+    assert (world.layout.local_dir / "poll-cursors.json").exists()
+    assert (world.layout.local_dir / "poll-status.json").exists()
+    code, _, err = world.run_cli(["sessions", "list", "--format", "json"])
+    assert (code, err) == (0, "")
+    code, _, err = world.run_cli(["state", "check"])
+    assert "poll-" not in err
