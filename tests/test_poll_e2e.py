@@ -209,3 +209,24 @@ def test_the_pollers_machine_local_files_are_not_mistaken_for_session_records(
     assert (code, err) == (0, "")
     code, _, err = world.run_cli(["state", "check"])
     assert "poll-" not in err
+
+
+def test_the_breaker_holds_deliveries_past_the_hourly_limit_with_one_notice_and_one_event(
+    world: PollWorld, github: FakeGitHub
+) -> None:
+    document = json.loads(world.config_path.read_text(encoding="utf-8"))
+    document["polling"]["maxDeliveriesPerHour"] = 1
+    world.configure(document)
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    world.poll()
+    github.add_comment(REPO, 15, "within the limit", login="alice")
+    github.add_comment(REPO, 15, "past the limit", login="alice")
+    assert world.poll()["delivered"] == 1
+    world.poll()
+    world.poll()
+    assert wait_until(lambda: "within the limit" in world.read())
+    assert "past the limit" not in world.read()
+    notices = [c for c in github.comments if AGENT_COMMENT_MARKER in c.body]
+    assert len(notices) == 1 and "holding further comments" in notices[0].body
+    assert len(world.events_named("poll.breaker_open")) == 1
+    assert world.live(), "the notice the-loop posted is its own words: it commands nothing"
