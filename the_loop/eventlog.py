@@ -76,11 +76,11 @@ EVENT_TYPES: dict[str, str] = {
     "poll.ambiguous": "A keyword comment named two different verbs; neither ran (work_item, "
     "comment_id,"
     " login, verbs).",
-    "poll.closure": "A closed or merged ticket ended its session through the close path "
-    "(work_item, "
-    "state, action, cleanup).",
-    "poll.rate_limited": "The rate budget fell below the reserve: only the reads ran (repository, "
-    "step).",
+    "poll.closure": "A closed or merged ticket ended its session through the close path, or a "
+    "linked PR only its endpoint (work_item, pull_request, state, action, cleanup).",
+    "poll.rate_limited": "GitHub's rate limit held the poller back: below the reserve only the "
+    "reads ran (repository, step), or a 403/429 set the back-off (status, retry_after, "
+    "wait_seconds).",
     "poll.breaker_open": "A session had polling.maxDeliveriesPerHour deliveries within the hour: "
     "further "
     "ones are held (work_item, recent).",

@@ -72,6 +72,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "state paths": ("the-loop state paths",),
     "state attributes": ("the-loop state attributes --format json",),
+    "poll": (
+        "the-loop poll --once",
+        "the-loop poll --once --format json",
+        "the-loop poll    # the daemon: a cycle every polling.intervalSeconds",
+    ),
+    "poll status": ("the-loop poll status", "the-loop poll status --format json"),
+    "poll stop": ("the-loop poll stop",),
     "completion": (
         "the-loop completion bash > ~/.local/share/bash-completion/completions/the-loop",
         'eval "$(the-loop completion zsh)"    # in ~/.zshrc, after compinit',

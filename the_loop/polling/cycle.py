@@ -172,11 +172,21 @@ def _handle(
         seen = frozenset(int(i) for i in polls.seen_comments(ref) if i.isdigit())
     view = ItemView(watched, state, seen)
     decision = classify_comment(comment, view, settings.policy, posted_ids=ports.cursors.posted())
-    facts = {"work_item": ref.ref, "comment_id": comment.id, "login": comment.login}
+    who = comment.login
     if decision.event == "poll.unauthorized":
-        ports.emit("poll.unauthorized", "warning", **facts)
+        ports.emit(
+            "poll.unauthorized", "warning", work_item=ref.ref, comment_id=comment.id, login=who
+        )
     elif decision.event == "poll.ambiguous":
-        ports.emit("poll.ambiguous", "warning", **facts, verbs=list(decision.ambiguous_verbs))
+        verbs = list(decision.ambiguous_verbs)
+        ports.emit(
+            "poll.ambiguous",
+            "warning",
+            work_item=ref.ref,
+            comment_id=comment.id,
+            login=who,
+            verbs=verbs,
+        )
     if decision.outcome is Outcome.COMMAND and decision.verb is not None:
         _command(comment, decision.verb, repo, ports, polls, counts)
     elif decision.outcome in (Outcome.DELIVER, Outcome.HOLD):
