@@ -25,7 +25,7 @@ class PollWorld(World):
     """A state root, a config pointing at the fake, a workspace remote and a tmux socket."""
 
     def __init__(self, tmp_path: Path, socket: str, github: FakeGitHub) -> None:
-        super().__init__(tmp_path, usage_exit_returns=True, source="test")
+        super().__init__(tmp_path, source="test")
         self.agent_file = tmp_path / "agent-read.txt"
         agent = [
             "bash",
