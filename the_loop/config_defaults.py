@@ -63,6 +63,15 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "routing.control.requireStartCommand": True,
         "integrations.github.apiUrl": "",
         "integrations.github.comment": True,
+        "integrations.github.tokenEnv": "",
+        "routing.control.keywordPrefix": "the-loop",
+        "routing.authorizedUsers": [],
+        "polling.intervalSeconds": 60.0,
+        "polling.repositories": [],
+        "polling.labels": [],
+        "polling.maxRetries": 3.0,
+        "polling.maxDeliveriesPerHour": 30.0,
+        "polling.deliverFrom": "authorized",
     }
 )
 
