@@ -3,9 +3,11 @@ sink of every collaborator."""
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing`'s: importing typing would slow `--version`
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Success.
 EXIT_OK = 0
@@ -20,8 +22,6 @@ EXIT_INTERRUPTED = 130
 #: About how much of a value an error message quotes (files may hold anything).
 QUOTE_LIMIT = 80
 ELLIPSIS = "..."
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring = 2, 4, 4, QUOTE_LIMIT
 
 #: Where a store, the dispatcher or a domain function sends a warning sentence.
 WarningSink = Callable[[str], None]
@@ -88,7 +88,7 @@ def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
     """
     if isinstance(value, str) and len(value) > limit:
         return repr(value[:limit]) + ELLIPSIS
-    text = _SHORT.repr(value)
+    text = _short_repr(value)
     return text if len(text) <= limit else text[:limit] + ELLIPSIS
 
 
@@ -102,3 +102,11 @@ class RemovalIncomplete(TheLoopError):
         super().__init__(message)
         self.removed = removed
         self.done = done
+
+
+def _short_repr(value: object) -> str:
+    import reprlib  # here, not at the top: `--version` never quotes anything
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxdict, short.maxstring = 2, 4, 4, QUOTE_LIMIT
+    return short.repr(value)
