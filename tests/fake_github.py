@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import socket
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -451,6 +452,9 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # The headers and the body go out in two writes: without this, Nagle's algorithm
+        # holds the body until the client's delayed ACK, some 40 ms per answer.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.connection_number = self.fake.open_connection()
 
     def do_GET(self) -> None:

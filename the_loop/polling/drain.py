@@ -130,6 +130,9 @@ def _attempt(
         ports.warn(f"{ref.ref}: could not paste comment {comment_id}: {error}")
         resolution = begun.paste_failed(comment_id, max_retries=settings.max_retries)
         return _settle(ref, begun, (resolution,), polls, ports)
+    # The paste and the mark are one tmux command list, run by the server as one unit:
+    # no instant lies between them, so "after the paste" is "after the mark".
+    ports.checkpoint("after-paste")
     ports.checkpoint("after-mark")
     done = begun.delivered(comment_id)
     store_ledger(polls, ref, done, ports.clock())
