@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
+import the_loop
 from tests.fake_github import FakeGitHub
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F401 - fixtures
-import the_loop
 from the_loop.cli import main
 from the_loop.commands.poll import CRASH_AT_VARIABLE
 from the_loop.polling.delivery import DELIVERED_MARK
@@ -75,7 +75,7 @@ def poll_in_child(loop_world: PollWorld, crash_at: str = "") -> int:
 
 def _run_cli(argv: list[str], log: Path) -> int:
     """The CLI with fresh streams: a thread of the parent may have held the old ones' locks."""
-    with log.open("w", encoding="utf-8") as err, open(os.devnull, "w") as out:  # noqa: PTH123
+    with log.open("w", encoding="utf-8") as err, open(os.devnull, "w") as out:
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
         sys.stdout, sys.stderr = out, err
