@@ -55,7 +55,8 @@ EVENT_TYPES: dict[str, str] = {
     "comment.failed": "Posting a keyword comment failed; the local action stands (work_item, "
     "command, error).",
     "poll.started": "The poller daemon started (interval_seconds).",
-    "poll.stopped": "The poller daemon stopped after a signal (cycles).",
+    "poll.stopped": "The poller stopped on SIGTERM or SIGINT, the daemon or a poll --once "
+    "(cycles, signal, cut_short: whether the stop ended a cycle early, between two items).",
     "poll.cycle": "One poll cycle ended (requests, not_modified, delivered, commands, settled, "
     "errors, rate_remaining, duration_ms).",
     "poll.baselined": "An item seen for the first time had its existing comments recorded as seen "

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from the_loop.commands.common import Context, format_parent, load_context, state_dir_parent, warn
@@ -27,6 +28,9 @@ from the_loop.github_backoff import Backoff
 STOP_TIMEOUT_SECONDS = 30.0
 #: Test-only: the delivery step at which the poller kills itself (the crash proof).
 CRASH_AT_VARIABLE = "THE_LOOP_POLL_CRASH_AT"
+#: Test-only: ``<step>:<file>``, the step at which the poller pauses for a stop request.
+PAUSE_AT_VARIABLE = "THE_LOOP_POLL_PAUSE_AT"
+PAUSE_TIMEOUT_SECONDS = 60.0
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -54,14 +58,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_poll(args: argparse.Namespace) -> Result:
-    """One cycle with ``--once``; else the daemon until a signal (exit 0)."""
+    """One cycle with ``--once``; else the daemon until a signal. SIGTERM or SIGINT let
+    the current item finish, then the poller exits 0."""
     context = load_context(args)
     _check_config(context)
-    with _holding(context):
+    with _holding(context), _stopping_on_signals() as stop:
         if args.once:
-            report, _ = _one_cycle(context)
+            report, _ = _one_cycle(context, stop)
+            if stop():
+                stop.emit_stopped(context, cycles=1, cut_short=bool(report["stopped"]))
             return _report_result(report)
-        return _daemon(args)
+        return _daemon(args, stop)
 
 
 def _check_config(context: Context) -> None:
@@ -85,20 +92,75 @@ def _holding(context: Context) -> Generator[PollerLock]:
         lock.release()
 
 
-def _one_cycle(context: Context, backoff: Backoff | None = None) -> tuple[dict[str, Any], Backoff]:
+class StopRequest:
+    """Set by SIGTERM or SIGINT: the cycle finishes its current item, then returns.
+
+    Calling it says whether a stop was asked for (the cycle's ``should_stop`` port).
+    """
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.signal_name = ""
+
+    def __call__(self) -> bool:
+        return self.asked.is_set()
+
+    def ask(self, signal_name: str) -> None:
+        self.signal_name = self.signal_name or signal_name
+        self.asked.set()
+
+    def emit_stopped(self, context: Context, *, cycles: int, cut_short: bool) -> None:
+        """``poll.stopped``: the signal, and whether it ended a cycle early."""
+        _stores(context).events.emit(
+            "poll.stopped", cycles=cycles, signal=self.signal_name, cut_short=cut_short
+        )
+
+
+@contextmanager
+def _stopping_on_signals() -> Generator[StopRequest]:
+    """SIGTERM and SIGINT ask the poller to stop; a second one has its usual effect."""
+    stop = StopRequest()
+    previous: dict[int, Any] = {}
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.ask(signal.Signals(signum).name)
+        signal.signal(signum, previous.get(signum, signal.SIG_DFL))
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous[signum] = signal.signal(signum, on_signal)
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _one_cycle(
+    context: Context, stop: StopRequest, backoff: Backoff | None = None
+) -> tuple[dict[str, Any], Backoff]:
     from the_loop.commands.poll_cycle import one_cycle
 
-    report, after = one_cycle(context, checkpoint=_crash_hook(), backoff=backoff)
+    hook = _test_hook(stop)
+    report, after = one_cycle(context, checkpoint=hook, should_stop=stop, backoff=backoff)
     write_json(context.layout.local_dir / "poll-status.json", report)
     return report, after
 
 
-def _crash_hook() -> Any:
-    step = os.environ.get(CRASH_AT_VARIABLE, "")
+def _test_hook(stop: StopRequest) -> Any:
+    """The checkpoint of :data:`CRASH_AT_VARIABLE` (SIGKILL at a step) and of
+    :data:`PAUSE_AT_VARIABLE` (``<step>:<file>``: at the step's first visit, create the
+    file and wait for a stop request). Both exist for the tests only."""
+    crash_at = os.environ.get(CRASH_AT_VARIABLE, "")
+    pause_at, _, pause_file = os.environ.get(PAUSE_AT_VARIABLE, "").partition(":")
+    paused: list[str] = []
 
     def checkpoint(at: str) -> None:
-        if step and at == step:
+        if crash_at and at == crash_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if pause_at and at == pause_at and pause_file and not paused:
+            paused.append(at)
+            Path(pause_file).touch()
+            stop.asked.wait(PAUSE_TIMEOUT_SECONDS)
 
     return checkpoint
 
@@ -109,7 +171,8 @@ def _report_result(report: dict[str, Any]) -> Result:
         f"poll: {report['requests']} requests ({report['not_modified']} not modified), "
         f"{report['delivered']} delivered, {report['commands']} commands, "
         f"{report['settled']} settled, {len(failed)} failed; "
-        f"rate remaining {report['rate_remaining']}; {report['duration']:.2f}s",
+        f"rate remaining {report['rate_remaining']}; {report['duration']:.2f}s"
+        + ("; stopped early on request" if report.get("stopped") else ""),
     )
     return Result(
         items=(report,),
@@ -119,38 +182,26 @@ def _report_result(report: dict[str, Any]) -> Result:
     )
 
 
-def _daemon(args: argparse.Namespace) -> Result:
-    """A cycle every interval from cycle start; SIGTERM/SIGINT end it after the cycle."""
+def _daemon(args: argparse.Namespace, stop: StopRequest) -> Result:
+    """A cycle every interval from cycle start, until a stop request (exit 0)."""
     from the_loop.commands.poll_ports import interval_seconds
 
-    stopping = threading.Event()
-
-    def on_signal(_signum: int, _frame: Any) -> None:
-        stopping.set()
-
-    previous = [signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)]
-    cycles = 0
+    cycles, cut_short = 0, False
     backoff: Backoff | None = None
-    try:
-        context = load_context(args)
-        _stores(context).events.emit(
-            "poll.started", interval_seconds=interval_seconds(context.config)
-        )
-        while not stopping.is_set():
-            started = time.monotonic()
-            context = load_context(args)  # the config is re-read every cycle
-            wait = interval_seconds(context.config)
-            try:
-                report, backoff = _one_cycle(context, backoff)
-                wait = float(report["next_cycle_in"])
-            except TheLoopError as error:
-                warn(f"poll: the cycle failed: {error}")
-            cycles += 1
-            stopping.wait(max(wait - (time.monotonic() - started), 0.0))
-        _stores(context).events.emit("poll.stopped", cycles=cycles)
-    finally:
-        signal.signal(signal.SIGTERM, previous[0])
-        signal.signal(signal.SIGINT, previous[1])
+    context = load_context(args)
+    _stores(context).events.emit("poll.started", interval_seconds=interval_seconds(context.config))
+    while not stop():
+        started = time.monotonic()
+        context = load_context(args)  # the config is re-read every cycle
+        wait = interval_seconds(context.config)
+        try:
+            report, backoff = _one_cycle(context, stop, backoff)
+            wait, cut_short = float(report["next_cycle_in"]), bool(report["stopped"])
+        except TheLoopError as error:
+            warn(f"poll: the cycle failed: {error}")
+        cycles += 1
+        stop.asked.wait(max(wait - (time.monotonic() - started), 0.0))
+    stop.emit_stopped(context, cycles=cycles, cut_short=cut_short)
     return Result(
         items=({"cycles": cycles},), text=lambda: (f"poll: stopped after {cycles} cycles",)
     )

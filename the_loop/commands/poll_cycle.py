@@ -39,10 +39,15 @@ def github_token(context: Context) -> str:
 
 
 def one_cycle(
-    context: Context, *, checkpoint: Callable[[str], None], backoff: Backoff | None = None
+    context: Context,
+    *,
+    checkpoint: Callable[[str], None],
+    should_stop: Callable[[], bool] = lambda: False,
+    backoff: Backoff | None = None,
 ) -> tuple[dict[str, Any], Backoff]:
     """One cycle over every ``polling.repositories``: the report the command prints, and
-    the back-off after it (60 s doubling to 15 min on 403/429, ``retry-after`` honoured)."""
+    the back-off after it (60 s doubling to 15 min on 403/429, ``retry-after`` honoured).
+    Once ``should_stop()`` says so, the cycle ends after its current item."""
     started = time.monotonic()
     backoff = backoff or Backoff()
     settings = poll_settings(context.config)
@@ -71,9 +76,10 @@ def one_cycle(
             clock=time.time,
             warn=warn,
             checkpoint=checkpoint,
+            should_stop=should_stop,
         )
         counts = run_cycle(settings, ports, PollState(stores.store, registry=stores.registry))
-        if not counts.deferred and not counts.failed:
+        if not counts.deferred and not counts.failed and not counts.stopped:
             etags.flush()  # only once every page read was handled: else it is read again
         stats = client.stats
     backoff = _after(reads, backoff, stores.events.emit)

@@ -65,6 +65,8 @@ def run_cycle(settings: PollSettings, ports: CyclePorts, polls: PollState) -> Cy
     """Run one cycle; a repository that fails is named in ``failed``, the others still run."""
     counts = CycleCounts()
     for name in settings.repositories:
+        if counts.stop_requested(ports.should_stop):
+            break
         try:
             _cycle_repository(name, settings, ports, polls, counts)
         except TheLoopError as error:
@@ -88,13 +90,19 @@ def _cycle_repository(
         comments = _comments(page.entries, repo.ref, ports)
         first_seen: set[WorkItemRef] = set()
         for comment in comments:
+            if counts.stop_requested(ports.should_stop):
+                break  # the cursor stays short of every comment not handled
             _handle(comment, repo, settings, ports, polls, counts, first_seen)
+            ports.checkpoint(f"after-comment-{comment.id}")
             stamp = _iso(comment.updated_at)
             newest = stamp if newest is None or stamp > newest else newest
     for session in ports.sessions():  # as the commands just left them
+        if counts.stop_requested(ports.should_stop):
+            break
         if session.ref in repo.watched and session.state is SessionState.ACTIVE:
             drain(session, polls=polls, ports=ports, settings=settings, counts=counts)
-    _closures(repo, settings, ports, polls, counts)
+    if not counts.stop_requested(ports.should_stop):
+        _closures(repo, settings, ports, polls, counts)
     if newest is not None and newest != cursor:
         ports.cursors.set(name, newest)
 

@@ -93,6 +93,8 @@ def drain(
         entry = ledger.entry(comment_id)
         if entry is None or entry.state not in (DeliveryState.WAITING, DeliveryState.HELD):
             continue
+        if counts.stop_requested(ports.should_stop):
+            return  # the rest wait in the ledger for the next cycle
         if _breaker_open(ref, rows, polls, ports, settings):
             return
         text = texts.get(str(comment_id), "")

@@ -95,7 +95,8 @@ class CyclePorts:
     returns its outcome word; ``close(ref, cleanup)`` takes the dispatcher's one close
     path; ``deliver(target, delivery)`` pastes and marks in one tmux command list;
     ``pane_mark(target)`` reads the mark back; ``checkpoint(step)`` is a no-op hook
-    the crash test uses to stop the process at each step of a delivery.
+    the crash test uses to stop the process at each step of a delivery;
+    ``should_stop()`` is asked between items (comments, deliveries, repositories).
     """
 
     github: GitHubReads
@@ -111,6 +112,7 @@ class CyclePorts:
     clock: Callable[[], float]
     warn: Callable[[str], None] = lambda _message: None
     checkpoint: Callable[[str], None] = lambda _step: None
+    should_stop: Callable[[], bool] = lambda: False
 
 
 @dataclass
@@ -128,6 +130,13 @@ class CycleCounts:
     #: Repositories whose comments were read but not handled (below the rate reserve):
     #: the caller must not keep this cycle's ETags, or the next read would be a 304.
     deferred: list[str] = field(default_factory=list[str])
+    #: A stop was asked for and the cycle ended early, between two items.
+    stopped: bool = False
+
+    def stop_requested(self, should_stop: Callable[[], bool]) -> bool:
+        """Whether to end the cycle before the next item (and remember that it did)."""
+        self.stopped = self.stopped or should_stop()
+        return self.stopped
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,4 +149,5 @@ class CycleCounts:
             "closed": self.closed,
             "failed": list(self.failed),
             "deferred": list(self.deferred),
+            "stopped": self.stopped,
         }
