@@ -36,9 +36,9 @@ def document(
     return code, parsed
 
 
-def one_item(parsed: dict[str, Any], command: str) -> dict[str, Any]:
+def one_item(parsed: dict[str, Any], command: str, *warnings: str) -> dict[str, Any]:
     assert (parsed["version"], parsed["command"], parsed["ok"]) == (1, command, True)
-    assert (parsed["warnings"], parsed["errors"]) == ([], [])
+    assert (parsed["warnings"], parsed["errors"]) == (list(warnings), [])
     [item] = parsed["items"]
     return item
 
@@ -54,7 +54,11 @@ def test_every_action_that_changes_a_session_prints_one_document_with_one_item(
 ) -> None:
     item = ("--work-item", ITEM.ref)
     code, started = document(world, capsys, "sessions", "start", *item, "--no-comment")
-    started_item = one_item(started, "sessions start")
+    no_ticket = (  # no token in this world: the agent's prompt has the ticket's URL only
+        f"{ITEM.ref}: could not read the ticket (no token: set $GITHUB_TOKEN or $GH_TOKEN); "
+        "the agent's prompt has no title or body"
+    )
+    started_item = one_item(started, "sessions start", no_ticket)
     assert (code, started_item["ref"], started_item["outcome"]) == (0, ITEM.ref, "started")
     assert started_item["checkout"] == str(world.worktree(ITEM))
     assert started_item["session"]["tmuxTarget"] == world.target(ITEM)

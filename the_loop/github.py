@@ -38,9 +38,10 @@ class GitHubError(TheLoopError):
     """A comment that could not be posted; the message never holds the token."""
 
 
-def token_from_environment(environ: Mapping[str, str]) -> str:
-    """``$GITHUB_TOKEN``, else ``$GH_TOKEN``; ``""`` when neither is set."""
-    for name in TOKEN_VARIABLES:
+def token_from_environment(environ: Mapping[str, str], variable: str = "") -> str:
+    """``$<variable>`` when one is named (``integrations.github.tokenEnv``), else
+    ``$GITHUB_TOKEN``, else ``$GH_TOKEN``; ``""`` when the one(s) looked at are unset."""
+    for name in (variable,) if variable else TOKEN_VARIABLES:
         value = environ.get(name, "").strip()
         if value:
             return value

@@ -18,7 +18,7 @@ from the_loop.commands.poll_ports import (
     poll_settings,
 )
 from the_loop.commands.stores import open_dispatcher, open_stores
-from the_loop.github import TOKEN_VARIABLES
+from the_loop.github import token_from_environment
 from the_loop.github_backoff import Backoff, PostSpacer
 from the_loop.github_etags import FileEtagCache
 from the_loop.github_http import GitHubClient
@@ -32,10 +32,7 @@ DEFAULT_API_URL = "https://api.github.com"
 def github_token(context: Context) -> str:
     """``$<integrations.github.tokenEnv>``, else ``$GITHUB_TOKEN``, else ``$GH_TOKEN``."""
     named = context.config.get_str("integrations.github.tokenEnv", "")
-    for variable in (named,) if named else TOKEN_VARIABLES:
-        if os.environ.get(variable):
-            return os.environ[variable]
-    return ""
+    return token_from_environment(os.environ, named)
 
 
 def one_cycle(

@@ -25,6 +25,7 @@ from the_loop.commands.sessions.checkout_lines import checkout_line
 from the_loop.commands.sessions.comments import comment_parent, with_keyword_comment
 from the_loop.commands.sessions.known import require_known
 from the_loop.commands.sessions.release import clean_up, planned_cleanup
+from the_loop.commands.sessions.ticket import first_prompt
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
@@ -207,6 +208,7 @@ def run_start(args: argparse.Namespace) -> Result:
         spawned = dispatcher.spawn(
             ref,
             harness=args.harness,
+            prompt=first_prompt(context, ref),
             branch=args.branch,
             actor=context.actor,
             record_control=True,

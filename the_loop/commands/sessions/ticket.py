@@ -1,0 +1,69 @@
+"""The first prompt of a session that ``sessions start`` spawns: ``routing.prompt`` filled in
+with the ticket's title, URL and body.
+
+The URL comes from the ref. The title and body are one ``GET /repos/{o}/{r}/issues/{n}``
+through the REST client (with its timeout); when that cannot be done (no token, the API
+unreachable or refusing) the start goes on with them empty, after one warning saying
+why. The GitHub modules are imported here only when needed: they load ``http.client``.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from typing import Any, cast
+
+from the_loop.commands.common import Context, warn
+from the_loop.polling.ports import ItemFacts
+from the_loop.polling.prompt import render_prompt
+from the_loop.ref import WorkItemRef
+
+
+def first_prompt(context: Context, ref: WorkItemRef) -> str:
+    """``routing.prompt`` (or the poller's default) with ``{title}``, ``{url}``, ``{body}``."""
+    return render_prompt(context.config.get_str("routing.prompt", ""), ticket_facts(context, ref))
+
+
+def ticket_facts(context: Context, ref: WorkItemRef) -> ItemFacts:
+    """The ticket's title and body as GitHub has them, and its web URL; empty title and
+    body (and one warning) when they cannot be read. Other providers: the URL alone."""
+    if ref.provider != "github":
+        return ItemFacts(ref, url=ref.url)
+    from the_loop import github
+    from the_loop.github_replies import GitHubHTTPError
+
+    named = context.config.get_str("integrations.github.tokenEnv", "")
+    token = github.token_from_environment(os.environ, named)
+    if not token:
+        where = f"${named}" if named else "$GITHUB_TOKEN or $GH_TOKEN"
+        return _unread(ref, f"no token: set {where}")
+    api_url = github.api_url_for(ref, context.config.get_str("integrations.github.apiUrl", ""))
+    try:
+        data = _read_issue(api_url, token, ref)
+    except GitHubHTTPError as error:
+        return _unread(ref, str(error))
+    title, body = data.get("title"), data.get("body")
+    return ItemFacts(
+        ref,
+        title=title if isinstance(title, str) else "",
+        url=ref.url,
+        body=body if isinstance(body, str) else "",
+    )
+
+
+def _read_issue(api_url: str, token: str, ref: WorkItemRef) -> dict[str, Any]:
+    """The issue (or pull request) as ``GET /repos/{o}/{r}/issues/{n}`` answers it."""
+    from the_loop.github_http import GitHubClient
+    from the_loop.github_replies import GitHubHTTPError
+
+    owner, repo = (urllib.parse.quote(part, safe="") for part in (ref.owner, ref.repo))
+    with GitHubClient(api_url, token) as client:
+        data = client.get(f"/repos/{owner}/{repo}/issues/{ref.number}").json()
+    if not isinstance(data, dict):
+        raise GitHubHTTPError(f"{ref.ref}: GitHub answered with something that is not an issue")
+    return cast(dict[str, Any], data)
+
+
+def _unread(ref: WorkItemRef, why: str) -> ItemFacts:
+    warn(f"{ref.ref}: could not read the ticket ({why}); the agent's prompt has no title or body")
+    return ItemFacts(ref, url=ref.url)
