@@ -2,8 +2,9 @@
 
 Every change to the record directory by the store happens under the index lock: the
 stamp (``<locks>/index.stamp``, machine-local) is removed first, the record written,
-then the index entry of that one ref spliced in and the stamp saved with the stat of
-the directory and of the index. A write trusts the index only when the stamp is there
+then the index entry of that one ref spliced in (for a deletion, taken out before the
+record goes, so no entry ever names a missing record) and the stamp saved with the
+stat of the directory and of the index. A write trusts the index only when the stamp is there
 and both stats still match; otherwise (a crash between the writes, a hand edit, a
 record added or removed by another tool) it rebuilds the index from every record.
 """

@@ -72,23 +72,38 @@ class RecordListing:
         text = rows_document("workItems", (summary.to_dict() for summary, _ in summaries))
         _replace_index(index_path, text if summaries else None, syncs)
 
-    def entry_for(self, item: WorkItemRef) -> dict[str, Any] | None:
+    def entry_for(self, item: WorkItemRef, *, gone: str = "") -> dict[str, Any] | None:
         """``item``'s index entry as a rebuild makes it, reading only the two files that can
-        list it (its plain and its disambiguated name, in listing order); None when neither."""
+        list it (its plain and its disambiguated name, in listing order, but ``gone``, a
+        file about to be deleted); None when neither."""
         for name in (plain_name(item), disambiguated_name(item)):
+            if name == gone:
+                continue
             loaded = self._load(name)
             if loaded.status == "ok" and loaded.item is not None and loaded.item.ref == item.ref:
                 return summarize(loaded.item, name, loaded.record).to_dict()
         return None
 
     def update_entry(
-        self, index_path: Path, item: WorkItemRef, *, syncs: DirectorySyncs | None = None
+        self,
+        index_path: Path,
+        item: WorkItemRef,
+        *,
+        gone: str = "",
+        syncs: DirectorySyncs | None = None,
     ) -> None:
-        """Splice ``item``'s entry into the index the store last wrote; the caller holds the
-        index lock. ``ValueError`` when the index is not in the store's layout."""
+        """Splice ``item``'s entry (as if file ``gone`` were deleted) into the index the store
+        last wrote; the caller holds the index lock. ``ValueError`` when the index is not in
+        the store's layout."""
         existing = read_bytes(index_path)
         text = existing.decode("utf-8") if existing is not None else None
-        _replace_index(index_path, splice(text, item.ref, self.entry_for(item)), syncs, existing)
+        entry = self.entry_for(item, gone=gone)
+        _replace_index(index_path, splice(text, item.ref, entry), syncs, existing)
+
+    @staticmethod
+    def remove_index(index_path: Path) -> None:
+        """Remove the index (until a rebuild); the caller holds the index lock."""
+        remove_file(index_path)
 
     def _load(self, name: str) -> LoadedRecord:
         return self._directory.load(name, load_record)

@@ -385,6 +385,8 @@ class WorkItemStore:
             new_record = self._merge(item, record, changes, legacy, extras)
             with self._holding_index():  # every change of the directory, so the stamp holds
                 trusted = self._take_stamp()
+                if new_record is None and loaded.status != "absent":
+                    trusted = self._unlist(item, path.name, trusted)
                 action = self._commit(path, loaded, new_record, syncs or self._batch_syncs)
                 self._index_changed(item if trusted else None)
         removed = tuple(name for name in held if name in changes and not holds(name, changes[name]))
@@ -468,6 +470,20 @@ class WorkItemStore:
             return self._stamp.take()
         except OSError:
             return False
+
+    def _unlist(self, item: WorkItemRef, name: str, trusted: bool) -> bool:
+        """Before file ``name`` of ``item`` is deleted: its entry out of the trusted index, or
+        (in a batch, or when the index is not trusted) the index removed, so no entry ever
+        names a record that is gone. Whether the index is still trusted; never raises (a
+        failure is reported by the index update that follows)."""
+        try:
+            if trusted and not self._batch_depth:
+                self._listing.update_entry(self.index_path, item, gone=name)
+                return True
+            self._listing.remove_index(self.index_path)
+        except (OSError, ValueError):
+            pass
+        return False
 
     def _index_changed(self, trusted: WorkItemRef | None) -> None:
         if self._batch_depth:
