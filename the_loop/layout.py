@@ -230,6 +230,14 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "clocks and cursors stay machine-local, so an idle cycle writes nothing under portable/",
     ),
     GeneratedPath(
+        "armed cache",
+        "local/poll-armed.json",
+        False,
+        "the records whose index entry lists control, each with its file's stat and whether "
+        "it is armed",
+        "lets the poller find armed items by re-reading only the records that changed",
+    ),
+    GeneratedPath(
         "poll status",
         "local/poll-status.json",
         False,

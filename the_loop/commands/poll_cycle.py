@@ -24,6 +24,8 @@ from the_loop.github_etags import FileEtagCache
 from the_loop.github_http import GitHubClient
 from the_loop.polling.cycle import run_cycle
 from the_loop.polling.ports import CyclePorts
+from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE
+from the_loop.portable.armed import ArmedRefs
 from the_loop.portable.poll import PollState
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -63,7 +65,12 @@ def one_cycle(
                 layout.local_dir / CURSOR_FILE, layout.local_locks_dir / "poll-cursors.lock"
             ),
             sessions=lambda: live_sessions(stores),
-            armed=lambda: (),
+            armed=ArmedRefs(
+                stores.store,
+                layout.local_dir / ARMED_CACHE,
+                layout.local_locks_dir / "poll-armed.lock",
+                warn,
+            ),
             control=actions.control,
             close=actions.close,
             end_endpoint=actions.end_endpoint,

@@ -61,6 +61,13 @@ class IndexStamp:
             return False
         return saved == _encode(stamp)
 
+    def matches(self) -> bool:
+        """Whether the stamp is there and both stats still match (nothing is changed)."""
+        saved = read_bytes(self.path)
+        return saved is not None and saved == _encode(
+            current_stamp(self._directory, self._index_path)
+        )
+
     def save(self) -> None:
         """Record that the index now equals the records (after every write of the change)."""
         write_text(self.path, _encode(current_stamp(self._directory, self._index_path)).decode())

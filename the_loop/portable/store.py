@@ -336,6 +336,23 @@ class WorkItemStore:
             self._listing.rebuild_index(self.index_path, syncs=syncs)
             self._stamp.save()
 
+    def index_trusted(self) -> bool:
+        """Whether ``index.json`` lists the records as they are, as far as its stamp can
+        tell (:mod:`~the_loop.portable.index`): two stats and one small read, no lock."""
+        try:
+            return self._stamp.matches()
+        except OSError:
+            return False
+
+    def heal_index(self) -> bool:
+        """Rebuild ``index.json`` unless its stamp holds (checked again under the index
+        lock); True when it was rebuilt. ``OSError`` when it cannot be."""
+        with self._holding_index():
+            if self.index_trusted():
+                return False
+            self.rebuild_index()
+            return True
+
     # -- internals -----------------------------------------------------------
 
     def _locate(self, item: WorkItemRef) -> tuple[str, LoadedRecord]:
