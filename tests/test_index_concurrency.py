@@ -232,6 +232,9 @@ if op == "create" or op == "change":
     store.write_section(ref, POLL, {"seen": [1]})
 elif op == "delete":
     store.drop(ref)
+elif op == "delete-untrusted":  # the stamp gone, as after an earlier crash
+    (root / "locks" / "portable" / "index.stamp").unlink()
+    store.drop(ref)
 else:  # as a reset does: many changes, the index rebuilt once at the end
     with store.batch():
         store.write_section("github:octo/app#98", CONTROL, {"command": "start"})
@@ -249,6 +252,8 @@ CRASHES = [
     ("delete", "after-stamp-taken"),
     ("delete", "after-record-removed"),
     ("delete", "after-index-written"),
+    ("delete-untrusted", "after-index-removed"),
+    ("delete-untrusted", "after-record-removed"),
     ("batch", "after-record-written"),
     ("batch", "after-index-removed"),
     ("batch", "after-record-removed"),

@@ -493,13 +493,12 @@ class WorkItemStore:
         (in a batch, or when the index is not trusted) the index removed, so no entry ever
         names a record that is gone. Whether the index is still trusted; never raises (a
         failure is reported by the index update that follows)."""
-        try:
-            if trusted and not self._batch_depth:
+        if trusted and not self._batch_depth:
+            with contextlib.suppress(OSError, ValueError):  # else: removed, below
                 self._listing.update_entry(self.index_path, item, gone=name)
                 return True
+        with contextlib.suppress(OSError):
             self._listing.remove_index(self.index_path)
-        except (OSError, ValueError):
-            pass
         return False
 
     def _index_changed(self, trusted: WorkItemRef | None) -> None:
