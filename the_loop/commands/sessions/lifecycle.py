@@ -25,7 +25,6 @@ from the_loop.commands.sessions.checkout_lines import checkout_line
 from the_loop.commands.sessions.comments import comment_parent, with_keyword_comment
 from the_loop.commands.sessions.known import require_known
 from the_loop.commands.sessions.release import clean_up, planned_cleanup
-from the_loop.commands.sessions.ticket import first_prompt
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
@@ -204,6 +203,8 @@ def run_start(args: argparse.Namespace) -> Result:
     session = stores.registry.find_by_work_item(ref)
     dispatcher = open_dispatcher(context, stores)
     if session is None:
+        from the_loop.commands.sessions.ticket import first_prompt  # only a spawn needs it
+
         _say_when_on_defaults(context)
         spawned = dispatcher.spawn(
             ref,
