@@ -90,10 +90,17 @@ def github() -> Iterator[FakeGitHub]:
 
 
 def write_config(
-    tmp_path: Path, api_url: str, *, comment: bool | None = None, socket: str = ""
+    tmp_path: Path,
+    api_url: str,
+    *,
+    comment: bool | None = None,
+    socket: str = "",
+    token_env: str = "",
 ) -> World:
     """The shared world with the API URL in its config; no workspaces."""
     integration: dict[str, Any] = {"apiUrl": api_url}
+    if token_env:
+        integration["tokenEnv"] = token_env
     if comment is not None:
         integration["comment"] = comment
     workdir = tmp_path / "workdir"
@@ -154,6 +161,36 @@ def test_the_keyword_is_posted_with_the_token_and_the_api_headers(
     assert [
         (event["work_item"], event["command"]) for event in events(tmp_path, "comment.posted")
     ] == [(ITEM, verb)]
+
+
+def test_the_keyword_is_posted_with_the_token_that_token_env_names(
+    github: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.setenv("GH_TOKEN", "not-this-one")
+    monkeypatch.setenv("LOOP_BOT_TOKEN", TOKEN)
+    config = write_config(tmp_path, github.url, token_env="LOOP_BOT_TOKEN")
+    assert run(held(config), "stop", "--work-item", ITEM) == 0
+    [request] = github.requests
+    assert request.headers["authorization"] == f"Bearer {TOKEN}"
+    assert "note:" not in capsys.readouterr().err
+
+
+def test_a_named_token_variable_that_is_unset_is_named_in_the_note(
+    github: FakeGitHub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.delenv("LOOP_BOT_TOKEN", raising=False)
+    config = write_config(tmp_path, github.url, token_env="LOOP_BOT_TOKEN")
+    assert run(held(config), "stop", "--comment", "--work-item", ITEM) == 0
+    assert github.requests == []
+    assert f"note: {ITEM}: no comment posted: set $LOOP_BOT_TOKEN" in capsys.readouterr().err
 
 
 def test_start_posts_start_after_the_session_was_spawned(

@@ -58,7 +58,8 @@ def post_keyword(
     """
     from the_loop import github
 
-    token = github.token_from_environment(os.environ)
+    named = context.config.get_str("integrations.github.tokenEnv", "")
+    token = github.token_from_environment(os.environ, named)
     wanted = requested
     if wanted is None:
         wanted = bool(token) and context.config.get_bool("integrations.github.comment")
@@ -69,7 +70,8 @@ def post_keyword(
             note(f"{ref.ref}: not a GitHub work item: no comment posted")
         return None
     if not token:
-        note(f"{ref.ref}: no comment posted: set $GITHUB_TOKEN or $GH_TOKEN")
+        where = f"${named}" if named else "$GITHUB_TOKEN or $GH_TOKEN"
+        note(f"{ref.ref}: no comment posted: set {where}")
         return None
     api_url = github.api_url_for(ref, context.config.get_str("integrations.github.apiUrl"))
     try:
