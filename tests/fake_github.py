@@ -82,8 +82,12 @@ class FakeIssue:
     merged: bool = False
     created_at: datetime = BASE_TIME
     updated_at: datetime = BASE_TIME
+    closed_by: str = ""  # the login that closed it last ("" while never closed)
+    closed_at: datetime | None = None
 
-    def to_json(self, api_url: str) -> dict[str, Any]:
+    def to_json(self, api_url: str, *, single: bool = False) -> dict[str, Any]:
+        """The issue as GitHub lists it; ``single``: as its own GET returns it, with
+        ``closed_by`` (which GitHub returns only there)."""
         kind = "pull" if self.pull_request else "issues"
         document: dict[str, Any] = {
             "id": 1000 + self.number,
@@ -97,7 +101,11 @@ class FakeIssue:
             "url": f"{api_url}/repos/{self.owner}/{self.repo}/issues/{self.number}",
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
+            "closed_at": iso(self.closed_at) if self.closed_at is not None else None,
         }
+        if single:
+            closer = {"login": self.closed_by, "type": "User"} if self.closed_by else None
+            document["closed_by"] = closer
         if self.pull_request:
             pulls = f"{api_url}/repos/{self.owner}/{self.repo}/pulls/{self.number}"
             document["pull_request"] = {"url": pulls, "merged_at": self._merged_at()}
@@ -105,6 +113,7 @@ class FakeIssue:
 
     def to_pull_json(self, api_url: str) -> dict[str, Any]:
         document = self.to_json(api_url)
+        document.pop("closed_at")
         document.pop("pull_request")
         document["url"] = f"{api_url}/repos/{self.owner}/{self.repo}/pulls/{self.number}"
         document["merged"] = self.merged
@@ -238,12 +247,26 @@ class FakeGitHub:
             comment = next(c for c in self.comments if c.id == comment_id)
             comment.body, comment.updated_at = body, self.now
 
-    def set_state(self, repository: str, number: int, state: str, *, merged: bool = False) -> None:
-        """Close or reopen an item; ``merged`` marks a pull request merged (and closed)."""
+    def set_state(
+        self, repository: str, number: int, state: str, *, merged: bool = False, by: str = ""
+    ) -> None:
+        """Close (as ``by``) or reopen an item; ``merged`` marks a pull request merged (and
+        closed). Either bumps its ``updated_at``, as on GitHub."""
         owner, repo = repository.split("/")
         with self.lock:
             issue = self.issues[(owner, repo, number)]
             issue.state, issue.merged, issue.updated_at = state, merged, self.now
+            if state == "closed":
+                issue.closed_by, issue.closed_at = by, self.now
+            else:
+                issue.closed_at = None
+
+    def set_labels(self, repository: str, number: int, labels: tuple[str, ...]) -> None:
+        """Replace an item's labels; its ``updated_at`` is bumped, as on GitHub."""
+        owner, repo = repository.split("/")
+        with self.lock:
+            issue = self.issues[(owner, repo, number)]
+            issue.labels, issue.updated_at = list(labels), self.now
 
     def set_budget(self, token: str, *, remaining: int, limit: int = 5000, reset: int = 0) -> None:
         """The rate budget of ``token`` (``""``: unauthenticated requests)."""
@@ -367,19 +390,23 @@ class Routes:
         if issue is None or (pull and not issue.pull_request):
             return not_found()
         api = self.fake.url
-        return Answer(200, issue.to_pull_json(api) if pull else issue.to_json(api))
+        return Answer(200, issue.to_pull_json(api) if pull else issue.to_json(api, single=True))
 
     def list_issues(self, owner: str, repo: str, query: dict[str, str], path: str) -> Answer:
+        """Issues and PRs of ``state`` (open, closed, all), carrying every label of
+        ``labels``, updated at or after ``since``; ``sort`` created or updated."""
         state = query.get("state", "open")
+        if state not in ("open", "closed", "all"):
+            raise ValueError(f"state must be open, closed or all, not {state!r}")
         wanted = {label for label in query.get("labels", "").split(",") if label}
         since = parse_iso(query["since"]) if "since" in query else None
         items = [
             issue
             for (o, r, _), issue in self.fake.issues.items()
-            if (o, r) == (owner, repo)
+            if (since is None or issue.updated_at >= since)
+            and (o, r) == (owner, repo)
             and (state == "all" or issue.state == state)
             and wanted <= set(issue.labels)
-            and (since is None or issue.updated_at >= since)
         ]
         key = "updated_at" if query.get("sort") == "updated" else "created_at"
         items.sort(key=lambda i: (getattr(i, key), i.number), reverse=_descending(query))

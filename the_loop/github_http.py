@@ -106,23 +106,32 @@ class GitHubClient:
         return self.get_url(self.url_for(path, params), keep_body=keep_body)
 
     def get_all_pages(
-        self, path: str, params: Params | None = None, *, keep_bodies: bool = False
+        self,
+        path: str,
+        params: Params | None = None,
+        *,
+        keep_bodies: bool = False,
+        conditional: bool = True,
     ) -> Listing:
-        """Every page of ``path``, following ``rel="next"`` (each page a conditional GET)."""
+        """Every page of ``path``, following ``rel="next"`` (each page a conditional GET,
+        unless ``conditional`` is False: then every page is read in full)."""
         pages: list[GitHubResponse] = []
         url, seen = self.url_for(path, params), set[str]()
         while url:
             if url in seen or len(pages) >= MAX_PAGES:
                 raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
             seen.add(url)
-            page = self.get_url(url, keep_body=keep_bodies)
+            page = self.get_url(url, keep_body=keep_bodies, conditional=conditional)
             pages.append(page)
             url = page.next_url
         return Listing(tuple(pages))
 
-    def get_url(self, url: str, *, keep_body: bool = False) -> GitHubResponse:
-        """A conditional GET of an absolute URL on the API's own host."""
-        cached = self.etags.lookup(self._fingerprint, url)
+    def get_url(
+        self, url: str, *, keep_body: bool = False, conditional: bool = True
+    ) -> GitHubResponse:
+        """A conditional GET of an absolute URL on the API's own host (a plain one when
+        ``conditional`` is False; its ETag is still kept for the next read)."""
+        cached = self.etags.lookup(self._fingerprint, url) if conditional else None
         headers = self._headers()
         if cached is not None:
             headers["If-None-Match"] = cached.etag

@@ -23,6 +23,7 @@ CRASH_LOG = "logs/crash.log"
 WEBHOOK_PIDFILE = "gh-webhook.pid"
 POLL_PIDFILE = "poll.pid"
 ETAG_CACHE_FILE = "poll-etags.json"
+WATCHED_FILE = "poll-watched.json"
 LEGACY_DIR = "sessions"
 
 
@@ -221,6 +222,15 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         False,
         "the ETag, next page and (when kept) body of each GitHub page read, per token fingerprint",
         "lets an unchanged page cost a free 304; a token's fingerprint is a hash, never the token",
+    ),
+    GeneratedPath(
+        "poll watched listing",
+        "local/poll-watched.json",
+        False,
+        "per repository: the open items carrying the labels (number, labels, whether a PR), "
+        "the items of live sessions, and the items cursor (the newest updated_at GitHub returned)",
+        "an idle cycle asks only what changed since the cursor, so its cost does not grow "
+        "with the number of watched items",
     ),
     GeneratedPath(
         "poll cursors",

@@ -17,6 +17,7 @@ from the_loop.commands.poll_ports import (
     live_sessions,
     poll_settings,
 )
+from the_loop.commands.poll_watched import FileWatchCache
 from the_loop.commands.stores import open_dispatcher, open_stores
 from the_loop.github import token_from_environment
 from the_loop.github_backoff import Backoff, PostSpacer
@@ -81,6 +82,7 @@ def one_cycle(
             warn=warn,
             checkpoint=checkpoint,
             should_stop=should_stop,
+            watch_cache=FileWatchCache.for_layout(layout),
         )
         counts = run_cycle(settings, ports, PollState(stores.store, registry=stores.registry))
         if not counts.deferred and not counts.failed and not counts.stopped:

@@ -26,7 +26,14 @@ from the_loop.polling.comments import CommentPolicy, DeliverFrom, SessionState
 from the_loop.polling.delivery import DELIVERED_MARK, Delivery
 from the_loop.polling.keywords import KeywordGrammar
 from the_loop.polling.people import AuthorizedUsers
-from the_loop.polling.ports import CommentsPage, ItemFacts, Json, LiveSession, PollSettings
+from the_loop.polling.ports import (
+    CommentsPage,
+    ItemFacts,
+    Json,
+    ListingPage,
+    LiveSession,
+    PollSettings,
+)
 from the_loop.polling.prompt import render_prompt
 from the_loop.portable.control import PAUSE, RESUME, START, STOP
 from the_loop.ref import WorkItemRef
@@ -76,9 +83,13 @@ class ClientReads:
     poll_interval: int | None = None
     refusals: list[GitHubHTTPError] = field(default_factory=list[GitHubHTTPError])
 
-    def _listing(self, path: str, params: dict[str, str | int], *, keep: bool) -> Listing:
+    def _listing(
+        self, path: str, params: dict[str, str | int], *, keep: bool, conditional: bool = True
+    ) -> Listing:
         try:
-            listing = self.client.get_all_pages(path, params, keep_bodies=keep)
+            listing = self.client.get_all_pages(
+                path, params, keep_bodies=keep, conditional=conditional
+            )
         except GitHubHTTPError as error:
             self.refusals.append(error)
             raise
@@ -87,12 +98,27 @@ class ClientReads:
             self.poll_interval = max(self.poll_interval or 0, listing.poll_interval)
         return listing
 
-    def open_items(self, repository: str, labels: Sequence[str]) -> Sequence[Json]:
+    def open_items(
+        self, repository: str, labels: Sequence[str], *, fresh: bool = False
+    ) -> ListingPage:
+        """Every open item carrying ``labels``; ``fresh`` reads every page in full."""
         params: dict[str, str | int] = {"state": "open", "per_page": 100}
         if labels:
             params["labels"] = ",".join(labels)
-        listing = self._listing(f"/repos/{repository}/issues", params, keep=True)
-        return cast(list[Json], listing.items)
+        path = f"/repos/{repository}/issues"
+        listing = self._listing(path, params, keep=False, conditional=not fresh)
+        return _page(listing)
+
+    def changed_items(self, repository: str, since: str) -> ListingPage:
+        """Every issue and PR, open or closed, updated at or after ``since``, oldest first."""
+        params: dict[str, str | int] = {
+            "state": "all",
+            "since": since,
+            "sort": "updated",
+            "direction": "asc",
+            "per_page": 100,
+        }
+        return _page(self._listing(f"/repos/{repository}/issues", params, keep=False))
 
     def comments_since(self, repository: str, since: str | None) -> CommentsPage:
         params: dict[str, str | int] = {"sort": "updated", "direction": "asc", "per_page": 100}
@@ -130,6 +156,10 @@ class ClientReads:
     def _rate(self, rate: RateLimit | None) -> None:
         if rate is not None:
             self.rate, self.remaining = rate, rate.remaining
+
+
+def _page(listing: Listing) -> ListingPage:
+    return CommentsPage(cast(list[Json], listing.items), listing.not_modified, listing.complete)
 
 
 @dataclass

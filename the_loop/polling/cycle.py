@@ -9,7 +9,7 @@ the others still run. An idle cycle (every read a 304) writes nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, cast
 
@@ -32,19 +32,28 @@ from the_loop.polling.ports import (
     LiveSession,
     PollSettings,
 )
+from the_loop.polling.watch_cache import (
+    Change,
+    RepositoryListing,
+    apply_changes,
+    change_from_json,
+    labels_key,
+    pruned,
+    rebuilt,
+    with_item,
+)
 from the_loop.polling.watched import (
     ClosureAction,
     ItemState,
     KnownState,
-    OpenItem,
     Role,
     WatchedSet,
     decide_closure,
-    open_item_from_json,
     watched_set,
 )
 from the_loop.portable.control import ControlRecord
-from the_loop.portable.poll import DELIVERIES, Ledger, PollState
+from the_loop.portable.poll import CLOSED_STATE, DELIVERIES, Ledger, PollState
+from the_loop.portable.store import POLL
 from the_loop.ref import WorkItemRef
 
 #: How far before the cursor each read starts: comments GitHub stamps late still arrive.
@@ -53,12 +62,16 @@ CURSOR_OVERLAP = timedelta(seconds=120)
 
 @dataclass
 class _Repository:
-    """What one repository's cycle knows: its watched set, sessions, and ticket facts."""
+    """What one repository's cycle knows: its watched set, its live sessions, the items
+    GitHub returned this cycle (``facts``), and the kept listing (as read, and as updated)."""
 
     ref: WorkItemRef
     watched: WatchedSet
     sessions: dict[WorkItemRef, LiveSession]
     facts: dict[WorkItemRef, Json]
+    listing: RepositoryListing
+    stored: RepositoryListing | None
+    keep: frozenset[int]
 
 
 def run_cycle(settings: PollSettings, ports: CyclePorts, polls: PollState) -> CycleCounts:
@@ -103,35 +116,92 @@ def _cycle_repository(
             drain(session, polls=polls, ports=ports, settings=settings, counts=counts)
     if not counts.stop_requested(ports.should_stop):
         _closures(repo, settings, ports, polls, counts)
+        _save_listing(name, repo, ports)  # only once its closures ran: else read again
     if newest is not None and newest != cursor:
         ports.cursors.set(name, newest)
 
 
 def _watch(name: str, settings: PollSettings, ports: CyclePorts) -> _Repository:
-    """Step 1: the open labelled items, plus live sessions, their PRs and armed refs."""
+    """Step 1: the open labelled items (the kept listing, updated by what changed), plus
+    live sessions, their PRs and armed refs."""
     ref = WorkItemRef.parse(f"github:{name}#1")
-    listing = ports.github.open_items(name, settings.labels)
-    items: list[OpenItem] = []
-    facts: dict[WorkItemRef, Json] = {}
-    for data in listing:
-        try:
-            item = open_item_from_json(data, repository=ref)
-        except ValueError as error:
-            ports.warn(f"{name}: skipping an item GitHub listed: {error}")
-            continue
-        items.append(item)
-        facts[item.ref] = data
     sessions = {s.ref: s for s in ports.sessions() if _same_repository(s.ref, ref)}
     linked = [pr for s in sessions.values() for pr in s.pull_requests]
+    keep = frozenset(r.number for r in (*sessions, *linked) if _same_repository(r, ref))
+    stored = ports.watch_cache.get(name)
+    listing, facts = _read_listing(name, ref, stored, keep, settings, ports)
     armed = [a for a in ports.armed() if _same_repository(a, ref)]
     watched = watched_set(
-        items,
+        (),
         labels=settings.labels,
+        listed=listing.labelled(ref),
         live_sessions=sessions,
         linked_pull_requests=linked,
         armed=armed,
     )
-    return _Repository(ref, watched, sessions, facts)
+    return _Repository(ref, watched, sessions, facts, listing, stored, keep)
+
+
+def _read_listing(
+    name: str,
+    ref: WorkItemRef,
+    stored: RepositoryListing | None,
+    keep: frozenset[int],
+    settings: PollSettings,
+    ports: CyclePorts,
+) -> tuple[RepositoryListing, dict[WorkItemRef, Json]]:
+    """The listing as this cycle leaves it, and the items GitHub returned: those changed
+    since the cursor (one conditional read, no labels filter), or a full read when there
+    is no usable listing yet (first cycle, other labels, no cursor, a day old)."""
+    now = ports.clock()
+    if stored is None or stored.needs_rebuild(settings.labels, now):
+        return _rebuild(name, ref, stored, settings, now, ports)
+    since = _iso(parse_timestamp(stored.cursor) - CURSOR_OVERLAP)
+    changes, facts = _changes(ports.github.changed_items(name, since).entries, ref, ports)
+    return apply_changes(stored, changes, keep=keep), facts
+
+
+def _rebuild(
+    name: str,
+    ref: WorkItemRef,
+    stored: RepositoryListing | None,
+    settings: PollSettings,
+    now: float,
+    ports: CyclePorts,
+) -> tuple[RepositoryListing, dict[WorkItemRef, Json]]:
+    """Every open item carrying the labels; a 304 keeps the listing built from the same read."""
+    page = ports.github.open_items(name, settings.labels)
+    if page.not_modified and stored is not None and stored.labels == labels_key(settings.labels):
+        return (replace(stored, built_at=now) if stored.cursor else stored), {}
+    if not page.complete:  # a 304 whose entries nobody kept: read it again in full
+        page = ports.github.open_items(name, settings.labels, fresh=True)
+    changes, facts = _changes(page.entries, ref, ports)
+    return rebuilt(changes, labels=settings.labels, now=now), facts
+
+
+def _changes(
+    entries: Sequence[Json], repository: WorkItemRef, ports: CyclePorts
+) -> tuple[list[Change], dict[WorkItemRef, Json]]:
+    """The listing's items as changes (in GitHub's order), and each one's JSON by ref."""
+    changes: list[Change] = []
+    facts: dict[WorkItemRef, Json] = {}
+    for data in entries:
+        try:
+            change = change_from_json(data, repository=repository)
+        except ValueError as error:
+            ports.warn(
+                f"{repository.owner}/{repository.repo}: skipping an item GitHub listed: {error}"
+            )
+            continue
+        changes.append(change)
+        facts[repository.with_number(change.number)] = data
+    return changes, facts
+
+
+def _save_listing(name: str, repo: _Repository, ports: CyclePorts) -> None:
+    """Write the listing (and so its cursor) only when this cycle changed it."""
+    if repo.listing is not repo.stored:
+        ports.watch_cache.put(name, pruned(repo.listing, keep=repo.keep))
 
 
 def _same_repository(a: WorkItemRef, b: WorkItemRef) -> bool:
@@ -303,20 +373,54 @@ def _closures(
     polls: PollState,
     counts: CycleCounts,
 ) -> None:
-    """Step 8: a live session whose item left the open listing is checked and closed;
-    a linked PR that left it ends only its endpoint."""
+    """Step 8: a live session whose item is closed (changed and closed this cycle, or not
+    known open) is checked with one GET and closed; a linked PR likewise ends only its
+    endpoint; an item seen open again clears the closed state the-loop recorded."""
     for ref, session in repo.sessions.items():
-        for pr in session.pull_requests:
-            _close_linked(ref, pr, repo, settings, ports, polls, counts)
-        if ref in repo.facts and not _closed_in_listing(repo.facts[ref]):
-            continue
-        _close_work_item(ref, settings, ports, counts)
+        try:
+            for pr in session.pull_requests:
+                _close_linked(ref, pr, repo, settings, ports, polls, counts)
+            if _known_open(ref, repo) is not True:
+                _close_work_item(ref, repo, settings, ports, polls, counts)
+        except TheLoopError as error:  # reported for this item; the others still run
+            counts.failed.append(f"{ref.ref}: closing: {error}")
+    for ref, data in repo.facts.items():
+        if data.get("state") == "open":
+            _clear_reopened(ref, settings, ports, polls)
+
+
+def _known_open(ref: WorkItemRef, repo: _Repository) -> bool | None:
+    """Whether the item is open by what GitHub listed or the listing kept; None: unknown."""
+    data = repo.facts.get(ref)
+    if data is not None:
+        return data.get("state") == "open"
+    if not _same_repository(ref, repo.ref):
+        return None  # a repository this cycle does not list: only a GET knows
+    item = repo.listing.items.get(ref.number)
+    return None if item is None else item.is_open
+
+
+def _read_item(ref: WorkItemRef, repo: _Repository, ports: CyclePorts) -> Json:
+    """One GET of the item; what it says is kept in the listing (so it is asked once)."""
+    data = ports.github.item(ref)
+    if _same_repository(ref, repo.ref):
+        try:
+            change = change_from_json(data, repository=repo.ref)
+        except ValueError:
+            return data
+        repo.listing = with_item(repo.listing, change)
+    return data
 
 
 def _close_work_item(
-    ref: WorkItemRef, settings: PollSettings, ports: CyclePorts, counts: CycleCounts
+    ref: WorkItemRef,
+    repo: _Repository,
+    settings: PollSettings,
+    ports: CyclePorts,
+    polls: PollState,
+    counts: CycleCounts,
 ) -> None:
-    data = ports.github.item(ref)
+    data = _read_item(ref, repo, ports)
     closer = data.get("closed_by")
     login = _text(cast(Json, closer), "login") if isinstance(closer, dict) else ""
     item = ItemState(data.get("state") == "open", _merged(data), login)
@@ -324,6 +428,7 @@ def _close_work_item(
     decision = decide_closure(item, known, authorized=settings.policy.authorized)
     if decision.action is not ClosureAction.CLOSE_SESSION:
         return
+    polls.change(ref, lambda entry: _record_state(entry, decision.state))
     ports.close(ref, decision.cleanup)
     counts.closed += 1
     ports.emit(
@@ -332,6 +437,30 @@ def _close_work_item(
         state=decision.state,
         action=str(decision.action),
         cleanup=decision.cleanup,
+        closed_by=login,
+    )
+
+
+def _clear_reopened(
+    ref: WorkItemRef, settings: PollSettings, ports: CyclePorts, polls: PollState
+) -> None:
+    """A work item seen open whose ledger still says closed or merged: the state goes."""
+    ledger = polls.store.section(ref, POLL)
+    recorded = ledger.get(CLOSED_STATE) if isinstance(ledger, dict) else None
+    if not isinstance(recorded, str) or not recorded:
+        return
+    known = KnownState(Role.WORK_ITEM, live=False, recorded_state=recorded)
+    decision = decide_closure(ItemState(True), known, authorized=settings.policy.authorized)
+    if decision.action is not ClosureAction.CLEAR_CLOSED:
+        return
+    polls.change(ref, lambda entry: _record_state(entry, decision.state))
+    ports.emit(
+        "poll.closure",
+        work_item=ref.ref,
+        state="",
+        previous_state=recorded,
+        action=str(decision.action),
+        cleanup=False,
     )
 
 
@@ -344,33 +473,45 @@ def _close_linked(
     polls: PollState,
     counts: CycleCounts,
 ) -> None:
-    """A linked PR merged or closed ends only its endpoint; its state goes in the ledger."""
-    if pr in repo.facts and not _closed_in_listing(repo.facts[pr]):
+    """A linked PR merged or closed ends only its endpoint and its state goes in the
+    ledger; reopened, the state is cleared. Asked with a GET only while its state is
+    unknown; one already recorded closed is not looked at again until it changes."""
+    changed = pr in repo.facts
+    known_open = _known_open(pr, repo)
+    if known_open and not changed:
         return
-    data = ports.github.item(pr)
+    ledger = polls.store.pull_request_ledger(owner, pr) or {}
+    recorded = str(ledger.get(CLOSED_STATE) or "")
+    if recorded and not known_open and not changed:
+        return
+    data = repo.facts.get(pr) or _read_item(pr, repo, ports)
     item = ItemState(data.get("state") == "open", _merged(data))
-    recorded = polls.store.pull_request_ledger(owner, pr) or {}
-    state_now = recorded.get("state")
-    known = KnownState(Role.LINKED_PULL_REQUEST, live=True, recorded_state=str(state_now or ""))
+    known = KnownState(Role.LINKED_PULL_REQUEST, live=not recorded, recorded_state=recorded)
     decision = decide_closure(item, known, authorized=settings.policy.authorized)
-    if decision.action is not ClosureAction.END_ENDPOINT:
+    if decision.action is ClosureAction.NOTHING:
         return
-    ports.end_endpoint(owner, pr, decision.state)
+    if decision.action is ClosureAction.END_ENDPOINT:
+        ports.end_endpoint(owner, pr, decision.state)
+        counts.closed += 1
     polls.own(pr, owner)
-    polls.change(pr, lambda ledger: ledger.__setitem__("state", decision.state))
-    counts.closed += 1
+    polls.change(pr, lambda entry: _record_state(entry, decision.state))
     ports.emit(
         "poll.closure",
         work_item=owner.ref,
         pull_request=pr.ref,
         state=decision.state,
+        previous_state=recorded,
         action=str(decision.action),
         cleanup=False,
     )
 
 
-def _closed_in_listing(data: Json) -> bool:
-    return data.get("state") != "open"
+def _record_state(ledger: Ledger, state: str) -> None:
+    """The ledger's closure state set to ``state`` (``""`` removes it)."""
+    if state:
+        ledger[CLOSED_STATE] = state
+    else:
+        ledger.pop(CLOSED_STATE, None)
 
 
 def _merged(data: Json) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from the_loop.polling.comments import CommentPolicy, SessionState
 from the_loop.polling.delivery import Delivery
 from the_loop.polling.people import AuthorizedUsers
+from the_loop.polling.watch_cache import RepositoryListing
 from the_loop.ref import WorkItemRef
 
 Json = Mapping[str, Any]
@@ -33,16 +34,26 @@ class PollSettings:
 
 @dataclass(frozen=True)
 class CommentsPage:
-    """The new comments of one repository: entries in order, and whether all were 304."""
+    """The entries of a listing in order, whether every page was 304, and whether the
+    entries of every page are known (a 304 page whose body was not kept is not)."""
 
     entries: Sequence[Json]
     not_modified: bool
+    complete: bool = True
+
+
+#: The same shape serves every listing: comments, open items, changed items.
+ListingPage = CommentsPage
 
 
 class GitHubReads(Protocol):
     """The reads and the one write the cycle makes on GitHub."""
 
-    def open_items(self, repository: str, labels: Sequence[str]) -> Sequence[Json]: ...
+    def open_items(
+        self, repository: str, labels: Sequence[str], *, fresh: bool = False
+    ) -> ListingPage: ...
+
+    def changed_items(self, repository: str, since: str) -> ListingPage: ...
 
     def comments_since(self, repository: str, since: str | None) -> CommentsPage: ...
 
@@ -77,6 +88,27 @@ class Cursors(Protocol):
     def remember_posted(self, comment_id: int) -> None: ...
 
 
+class WatchCache(Protocol):
+    """The machine-local listing of each repository's items, kept between cycles."""
+
+    def get(self, repository: str) -> RepositoryListing | None: ...
+
+    def put(self, repository: str, listing: RepositoryListing) -> None: ...
+
+
+class MemoryWatchCache:
+    """A listing kept for the life of the process."""
+
+    def __init__(self) -> None:
+        self.listings: dict[str, RepositoryListing] = {}
+
+    def get(self, repository: str) -> RepositoryListing | None:
+        return self.listings.get(repository)
+
+    def put(self, repository: str, listing: RepositoryListing) -> None:
+        self.listings[repository] = listing
+
+
 @dataclass(frozen=True)
 class ItemFacts:
     """What a control action needs of the ticket: its title, URL and body."""
@@ -96,7 +128,8 @@ class CyclePorts:
     path; ``deliver(target, delivery)`` pastes and marks in one tmux command list;
     ``pane_mark(target)`` reads the mark back; ``checkpoint(step)`` is a no-op hook
     the crash test uses to stop the process at each step of a delivery;
-    ``should_stop()`` is asked between items (comments, deliveries, repositories).
+    ``should_stop()`` is asked between items (comments, deliveries, repositories);
+    ``watch_cache`` keeps each repository's listing between cycles.
     """
 
     github: GitHubReads
@@ -113,6 +146,7 @@ class CyclePorts:
     warn: Callable[[str], None] = lambda _message: None
     checkpoint: Callable[[str], None] = lambda _step: None
     should_stop: Callable[[], bool] = lambda: False
+    watch_cache: WatchCache = field(default_factory=MemoryWatchCache)
 
 
 @dataclass

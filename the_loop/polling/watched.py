@@ -53,17 +53,43 @@ def open_item_from_json(data: Mapping[str, Any], *, repository: WorkItemRef) -> 
 
 
 @dataclass(frozen=True)
+class ListedNumbers:
+    """The numbers of one repository's items known open and labelled (a kept listing):
+    asked one ref at a time, so a large listing is never turned into refs each cycle."""
+
+    repository: WorkItemRef
+    numbers: frozenset[int]
+
+    def holds(self, ref: object) -> bool:
+        if not isinstance(ref, WorkItemRef) or ref.number not in self.numbers:
+            return False
+        mine = self.repository
+        return (ref.provider, ref.host, ref.owner, ref.repo) == (
+            mine.provider,
+            mine.host,
+            mine.owner,
+            mine.repo,
+        )
+
+    def refs(self) -> frozenset[WorkItemRef]:
+        return frozenset(self.repository.with_number(n) for n in self.numbers)
+
+
+@dataclass(frozen=True)
 class WatchedSet:
-    """Every watched ref, with why it is watched."""
+    """Every watched ref, with why it is watched (``reasons`` holds the refs of the
+    other sources; the items of ``listed`` are watched as labelled)."""
 
     reasons: Mapping[WorkItemRef, frozenset[WatchReason]]
+    listed: ListedNumbers | None = None
 
     def __contains__(self, ref: object) -> bool:
-        return ref in self.reasons
+        return ref in self.reasons or (self.listed is not None and self.listed.holds(ref))
 
     @property
     def refs(self) -> frozenset[WorkItemRef]:
-        return frozenset(self.reasons)
+        listed = self.listed.refs() if self.listed is not None else frozenset[WorkItemRef]()
+        return frozenset(self.reasons) | listed
 
 
 def carries_labels(item: OpenItem, labels: Sequence[str]) -> bool:
@@ -79,8 +105,10 @@ def watched_set(
     live_sessions: Iterable[WorkItemRef] = (),
     linked_pull_requests: Iterable[WorkItemRef] = (),
     armed: Iterable[WorkItemRef] = (),
+    listed: ListedNumbers | None = None,
 ) -> WatchedSet:
-    """Open items carrying every label (``[]``: every open item) ∪ the other three sets."""
+    """Open items carrying every label (``[]``: every open item), and those of ``listed``,
+    ∪ the other three sets."""
     reasons: dict[WorkItemRef, set[WatchReason]] = {}
     labelled = (item.ref for item in open_items if carries_labels(item, labels))
     sources = (
@@ -92,7 +120,11 @@ def watched_set(
     for reason, refs in sources:
         for ref in refs:
             reasons.setdefault(ref, set()).add(reason)
-    return WatchedSet({ref: frozenset(why) for ref, why in reasons.items()})
+    if listed is not None:
+        for ref, why in reasons.items():
+            if listed.holds(ref):
+                why.add(WatchReason.LABELLED)
+    return WatchedSet({ref: frozenset(why) for ref, why in reasons.items()}, listed)
 
 
 class Role(StrEnum):

@@ -21,6 +21,9 @@ COMMENT_ATTEMPTS = "commentAttempts"
 SPAWN = "spawn"
 DELIVERIES = "deliveries"
 LAST_POLLED_AT = "lastPolledAt"
+#: ``closed`` or ``merged`` once the poller closed the item's session (or a linked PR's
+#: endpoint) for it; removed when the item is seen open again.
+CLOSED_STATE = "state"
 
 
 class OwnedRecord(Protocol):
