@@ -41,6 +41,8 @@ from the_loop.ref import WorkItemRef
 CURSOR_FILE = "poll-cursors.json"
 STATUS_FILE = "poll-status.json"
 DEFAULT_INTERVAL = 60.0
+#: The close reason when the login that closed the ticket is not authorized.
+CLOSED_BY_STRANGER = "ticket closed; checkouts kept: it was not closed by an authorized user"
 
 
 def poll_settings(config: Config) -> PollSettings:
@@ -261,11 +263,14 @@ class Actions:
         return "already running"
 
     def close(self, ref: WorkItemRef, cleanup: bool) -> None:
+        """The one close path; the checkouts are cleaned up only when ``cleanup`` (the
+        closer is authorized), and kept otherwise whatever the retention settings say."""
         registry = self.stores.registry
         with registry.spawn_lock(ref):
             session = registry.find_by_work_item(ref)
             if session is not None:
-                self.dispatcher.close_session(session, "ticket closed")
+                reason = "ticket closed" if cleanup else CLOSED_BY_STRANGER
+                self.dispatcher.close_session(session, reason, keep_checkouts=not cleanup)
             if cleanup:
                 clean_up(self.dispatcher, ref, actor="", source="comment")
 

@@ -271,12 +271,16 @@ class Dispatcher:
         *,
         keep_tmux: bool | None = None,
         force: bool = False,
+        keep_checkouts: bool | None = None,
     ) -> CloseReport:
         """Close the record, end every endpoint's tmux session (kept for its transcript
         when ``keep_tmux``, default ``routing.tmux.keepSessionOnClose``), remove the
-        checkout(s) unless configured to keep them, each only when clean or forced.
-        Failures raise :class:`SessionCloseError` after the record is closed."""
-        return self.teardown.close(session, reason, keep_tmux=keep_tmux, force=force)
+        checkout(s) unless ``keep_checkouts`` (default: as configured), each only when
+        clean or forced. Failures raise :class:`SessionCloseError` after the record is
+        closed."""
+        return self.teardown.close(
+            session, reason, keep_tmux=keep_tmux, force=force, keep_checkouts=keep_checkouts
+        )
 
     def checkout_paths(self, ref: WorkItemRef, record: Session | None = None) -> list[Path]:
         """The checkouts a close of ``record`` removes (see :meth:`Teardown.checkout_paths`)."""

@@ -69,12 +69,14 @@ class Teardown:
         *,
         keep_tmux: bool | None = None,
         force: bool = False,
+        keep_checkouts: bool | None = None,
     ) -> CloseReport:
         """Close the record, end every endpoint's tmux session, remove the clean checkout(s)
         (those holding work too when ``force`` or ``removeDirtyCheckouts``).
 
         ``keep_tmux`` (default ``routing.tmux.keepSessionOnClose``) keeps each tmux
-        session for its transcript after ending the harness. Failures raise
+        session for its transcript after ending the harness; ``keep_checkouts`` (default
+        ``routing.workspace.keepCheckoutOnClose``) keeps every checkout. Failures raise
         :class:`SessionCloseError` once every step was tried; the record is closed by then.
         """
         ref = session.work_item
@@ -89,7 +91,10 @@ class Teardown:
                 except STEP_ERRORS as error:
                     errors.append(f"tmux session {endpoint.tmux_target}: {error}")
         done: tuple[CheckoutDisposal, ...] = ()
-        if not self.settings.keep_checkout_on_close:
+        keep_checkouts = (
+            self.settings.keep_checkout_on_close if keep_checkouts is None else keep_checkouts
+        )
+        if not keep_checkouts:
             done = self._remove_checkouts(ref, record, errors, force)
         if errors:
             raise SessionCloseError(
