@@ -78,7 +78,8 @@ EVENT_TYPES: dict[str, str] = {
     "comment_id,"
     " login, verbs).",
     "poll.closure": "A closed or merged ticket ended its session through the close path, or a "
-    "linked PR only its endpoint (work_item, pull_request, state, action, cleanup).",
+    "linked PR only its endpoint; or a reopened one cleared the closed state (work_item, "
+    "pull_request, state, previous_state, action, cleanup, closed_by).",
     "poll.rate_limited": "GitHub's rate limit held the poller back: below the reserve only the "
     "reads ran (repository, step), or a 403/429 set the back-off (status, retry_after, "
     "wait_seconds).",
