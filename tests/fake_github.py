@@ -240,6 +240,7 @@ class FakeGitHub:
                 self.now,
             )
             self.comments.append(comment)
+            self.issues[(owner, repo, number)].updated_at = self.now  # as GitHub does
             return comment
 
     def edit_comment(self, comment_id: int, body: str) -> None:

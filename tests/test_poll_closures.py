@@ -13,18 +13,18 @@ from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F4
 TITLE = "Fix the wobbling widget"
 
 
-def started(world: PollWorld, github: FakeGitHub) -> Path:  # noqa: F811 - the fixtures
+def started(poll_world: PollWorld, fake: FakeGitHub) -> Path:
     """An authorized start comment spawned the agent; its checkout."""
-    github.add_comment(REPO, 15, "the-loop start", login="alice")
-    assert world.poll()["commands"] == 1
-    record = world.registry.find_by_work_item(ITEM)
+    fake.add_comment(REPO, 15, "the-loop start", login="alice")
+    assert poll_world.poll()["commands"] == 1
+    record = poll_world.registry.find_by_work_item(ITEM)
     assert record is not None and record.cwd
-    assert wait_until(lambda: TITLE in world.read())
+    assert wait_until(lambda: TITLE in poll_world.read())
     return Path(record.cwd)
 
 
-def closed_state(world: PollWorld) -> object:
-    ledger = world.store.section(ITEM, "poll")
+def closed_state(poll_world: PollWorld) -> object:
+    ledger = poll_world.store.section(ITEM, "poll")
     return ledger.get("state") if isinstance(ledger, dict) else None
 
 

@@ -12,15 +12,15 @@ ISSUES = f"/repos/{REPO}/issues"
 COMMENTS = f"/repos/{REPO}/issues/comments"
 
 
-def cycle_requests(world: PollWorld, github: FakeGitHub) -> list[LoggedRequest]:  # noqa: F811
+def cycle_requests(poll_world: PollWorld, fake: FakeGitHub) -> list[LoggedRequest]:
     """The requests of one more cycle."""
-    before = len(github.logged())
-    world.poll()
-    return github.logged()[before:]
+    before = len(fake.logged())
+    poll_world.poll()
+    return fake.logged()[before:]
 
 
-def watched_file(world: PollWorld) -> tuple[int, bytes]:
-    path = world.layout.local_dir / "poll-watched.json"
+def watched_file(poll_world: PollWorld) -> tuple[int, bytes]:
+    path = poll_world.layout.local_dir / "poll-watched.json"
     return path.stat().st_mtime_ns, path.read_bytes()
 
 
