@@ -139,7 +139,7 @@ def rows(runs: int = 5) -> tuple[list[str], list[tuple[str, str, bool]]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="idle cycles measured (median)")
     table, results = rows(parser.parse_args().runs)
     print("\n".join(table))

@@ -125,3 +125,14 @@ def test_an_unreadable_listing_is_read_in_full_again(
     github.add_comment(REPO, 15, "the-loop start", login="alice")
     assert world.poll()["commands"] == 1, "the item is watched again"
     assert world.live()
+
+
+def test_the_kept_listing_is_not_mistaken_for_a_session_record(
+    world: PollWorld,  # noqa: F811
+) -> None:
+    world.poll()
+    assert (world.layout.local_dir / "poll-watched.json").is_file()
+    code, _, err = world.run_cli(["sessions", "list", "--format", "json"])
+    assert code == 0 and "poll-watched" not in err
+    _, _, err = world.run_cli(["state", "check"])
+    assert "poll-watched" not in err
