@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.eventlines import LEVELS
-from the_loop.eventquery import EventFilter, query_events
 from the_loop.fsio import append_lines
 
 ENVELOPE_KEYS = ("ts", "source", "event", "level", "pid")
@@ -176,5 +175,7 @@ def read_events(path: Path, **filters: Any) -> EventRead:
     The published reader (``api.md``): :func:`the_loop.eventquery.query_events` with an
     ``EventFilter(**filters)`` (``types``, ``work_item``, ``source``, ``min_level``, ``since``).
     """
+    from the_loop.eventquery import EventFilter, query_events  # only a reader needs it
+
     result = query_events(path, EventFilter(**filters))
     return EventRead(events=list(result.events), corrupt=result.corrupt)

@@ -131,9 +131,9 @@ def read_json(path: Path) -> Any:
     ``FileNotFoundError``, ``OSError`` (:class:`StrangerFile` for a FIFO or a link)
     and ``ValueError`` propagate.
     """
-    fd = open_regular(path)
+    fd, info = _open_regular_checked(path)
     try:
-        data = _read_to_end(fd, os.fstat(fd).st_size)
+        data = _read_to_end(fd, info.st_size)
     finally:
         os.close(fd)
     return parse_json(data.decode("utf-8"))
@@ -197,10 +197,12 @@ _KINDS = (
 
 def file_kind(mode: int) -> str:
     """What a file of ``mode`` is, in words (``a FIFO``, ``a regular file``...)."""
+    if stat.S_ISREG(mode):  # the common case, asked of every record file read
+        return "a regular file"
     for test, kind in _KINDS:
         if test(mode):
             return kind
-    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+    return "a special file"
 
 
 def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
@@ -210,6 +212,14 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o644) 
     regular file raises :class:`StrangerFile` and is left as it was (``O_CREAT`` in
     ``flags`` never creates anything at a link's target). Other ``OSError`` propagates.
     """
+    return _open_regular_checked(path, flags, mode)[0]
+
+
+def _open_regular_checked(
+    path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o644
+) -> tuple[int, os.stat_result]:
+    """:func:`open_regular`, with the ``fstat`` that checked the descriptor (a reader
+    takes the file's size from it: one ``fstat`` per read)."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except OSError as error:
@@ -217,14 +227,14 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o644) 
             _refuse_stranger(path)
         raise
     try:
-        kind = file_kind(os.fstat(fd).st_mode)
+        info = os.fstat(fd)
     except BaseException:
         os.close(fd)
         raise
-    if kind != "a regular file":
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise StrangerFile(path, kind)
-    return fd
+        raise StrangerFile(path, file_kind(info.st_mode))
+    return fd, info
 
 
 def _refuse_stranger(path: str | Path) -> None:
@@ -271,7 +281,7 @@ def read_bytes(path: str | Path) -> bytes | None:
 def read_regular(path: str | Path) -> tuple[str, bytes, str]:
     """``(status, content, problem)`` of a regular file, as :func:`read_object` names them."""
     try:
-        fd = open_regular(path)
+        fd, info = _open_regular_checked(path)
     except StrangerFile as error:
         return "stranger", b"", f"it is {error.kind}, not a regular file"
     except OSError as error:
@@ -279,7 +289,7 @@ def read_regular(path: str | Path) -> tuple[str, bytes, str]:
             return "absent", b"", ""
         return "unreadable", b"", f"it cannot be opened ({error.strerror})"
     try:
-        return "ok", _read_to_end(fd, os.fstat(fd).st_size), ""
+        return "ok", _read_to_end(fd, info.st_size), ""
     except OSError as error:
         return "unreadable", b"", f"it cannot be read ({error.strerror})"
     finally:

@@ -150,8 +150,7 @@ def _clear_sections(
 
 def _plan_sections(item: WorkItemRef, store: WorkItemStore, progress: _Progress) -> None:
     try:
-        status, sections = store.load(item)
-        progress.foreign = store.foreign_keys(item)
+        status, sections, progress.foreign = store.load_with_foreign(item)
     except Exception as error:
         progress.errors.append(f"could not read the work-item record: {_failure(error)}")
         return

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -59,6 +58,8 @@ class Harness(ABC):
 
     def new_session_id(self) -> str:
         """A fresh session id (a UUID4)."""
+        import uuid  # it imports platform: only a spawn pays for it
+
         return str(uuid.uuid4())
 
     def available(self) -> bool:

@@ -158,7 +158,13 @@ def foreign_keys(record: Mapping[str, object]) -> tuple[str, ...]:
 
     Every write keeps them; only a reset removes them, with the rest of the record.
     """
-    return tuple(key for key in record if key not in HEAD_KEYS and key not in READABLE_SECTIONS)
+    if record.keys() <= _OWN_KEYS:  # the common case, told without a loop in Python
+        return ()
+    return tuple(key for key in record if key not in _OWN_KEYS)
+
+
+#: Every key of a record we own: its head and its sections.
+_OWN_KEYS = frozenset((*HEAD_KEYS, *READABLE_SECTIONS))
 
 
 def load_record(path: str | Path) -> LoadedRecord:

@@ -138,15 +138,23 @@ class WorkItemStore:
 
         The sections are empty when the record is unreadable.
         """
+        status, sections, _foreign = self.load_with_foreign(ref)
+        return status, sections
+
+    def load_with_foreign(
+        self, ref: RefLike
+    ) -> tuple[str, dict[str, Section | None], tuple[str, ...]]:
+        """:meth:`load` and :meth:`foreign_keys` from the same one read; never warns."""
         item = as_ref(ref)
         loaded = self._locate(item)[1]
         if loaded.status not in ("ok", "absent"):
-            return "unreadable", {}
+            return "unreadable", {}, ()
         record = loaded.record
         legacy: dict[str, Section] = {}
         if record.get(SEALED) is not True and any(n not in record for n in FALLBACK_SECTIONS):
             legacy = self._legacy.sections_for(item)
-        return loaded.status, {n: effective_section(record, n, legacy) for n in READABLE_SECTIONS}
+        sections = {n: effective_section(record, n, legacy) for n in READABLE_SECTIONS}
+        return loaded.status, sections, foreign_keys(record)
 
     def exclusive(self, name: str) -> contextlib.AbstractContextManager[None]:
         """A store-wide lock named ``name``, for an invariant that spans records.

@@ -29,7 +29,7 @@ from the_loop.commands.common import (
     work_item_type,
 )
 from the_loop.commands.render import Result, table_lines
-from the_loop.commands.sessions.listing import listed, tmux_states, transcripts
+from the_loop.commands.sessions.listing import listed_rows, tmux_states, transcripts
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.errors import TheLoopError, UsageError, describe_error
@@ -290,10 +290,7 @@ def run_list(args: argparse.Namespace) -> Result:
         sessions = stores.registry.list_sessions(args.status)
         commands = [_last_command(stores, session) for session in sessions]
     states = tmux_states(context.config)
-    rows = [
-        listed(session, command, states)
-        for session, command in zip(sessions, commands, strict=True)
-    ]
+    rows = listed_rows(sessions, commands, states)
     if args.all and args.status is None:
         rows += transcripts(sessions, states)
     if not rows:

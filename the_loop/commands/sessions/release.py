@@ -10,9 +10,8 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from the_loop.cleanup import CleanupOutcome, cleanup_work_item
-
 if TYPE_CHECKING:
+    from the_loop.cleanup import CleanupOutcome
     from the_loop.dispatch.dispatcher import Dispatcher
     from the_loop.ref import WorkItemRef
 
@@ -28,6 +27,8 @@ def clean_up(
     """Release every local resource of ``ref`` whatever the retention settings say, but a
     checkout holding work only when ``force`` (or ``removeDirtyCheckouts``); works with no
     record at all (the tmux name is found from the ref alone)."""
+    from the_loop.cleanup import cleanup_work_item  # only a cleanup needs the domain
+
     teardown = dispatcher.teardown
     return cleanup_work_item(
         ref,
@@ -47,6 +48,8 @@ def planned_cleanup(
 ) -> CleanupOutcome:
     """What a cleanup would release: running tmux sessions, existing checkouts (each kept
     or removed as the real run would), the record."""
+    from the_loop.cleanup import cleanup_work_item
+
     plan = cleanup_work_item(
         ref,
         registry=dispatcher.registry,

@@ -74,12 +74,15 @@ def reported(
     dry_run: bool,
     exit_code: int,
 ) -> Result:
-    """The result: one item per outcome (with what was done with its checkouts), the lines."""
-    items: list[dict[str, Any]] = []
-    for outcome in outcomes:
+    """The result: one item per outcome (with what was done with its checkouts), the lines.
+
+    The items are built only when JSON is asked for, as the renderer writes them.
+    """
+
+    def item(outcome: ResetOutcome) -> dict[str, Any]:
         entry = outcome.to_dict()
         entry["checkouts"] = [done.to_dict() for done in checkouts.get(outcome.ref, ())]
-        items.append(entry)
+        return entry
 
     def text() -> list[TextLine]:
         lines: list[TextLine] = []
@@ -90,7 +93,7 @@ def reported(
         return lines
 
     return Result(
-        items=items,
+        items=map(item, outcomes),
         text=text,
         summary={"dryRun": dry_run},
         errors=tuple(problems),
