@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from the_loop import jsontree
 from the_loop.fsio import read_bounded_object
-from the_loop.jsontree import MAX_NESTING, copy_json, nesting_exceeds
+from the_loop.jsontree import MAX_NESTING, copy_json, nesting_exceeds, parse_state_json
 
 
 def test_the_limit_is_the_documented_one() -> None:
@@ -53,3 +56,29 @@ def test_a_file_with_few_brackets_is_not_walked(monkeypatch: Any, tmp_path: Path
 
     monkeypatch.setattr(jsontree, "nesting_exceeds", walked)
     assert read_bounded_object(path)[0] == "ok"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": 1}',
+        b'{"a": "\\u00e9 \xc3\xa9"}',
+        b'{"s": "\xed\xa0\x80"}',
+        b"{",
+        b"{\x00",
+        b"\xef\xbb\xbf{}",
+        '{"a": 1}'.encode("utf-16"),
+        '{"a": 1}'.encode("utf-16-le"),
+        '{"a": 1}'.encode("utf-32"),
+        b'["x"]',
+        b"{\xff}",
+        b"",
+    ],
+)
+def test_a_state_file_parses_as_json_loads_parses_its_bytes(raw: bytes):
+    try:
+        expected: object = ("ok", json.loads(raw))
+    except ValueError:
+        expected = "refused"
+    value, problem = parse_state_json(raw)
+    assert (("ok", value) if not problem else "refused") == expected

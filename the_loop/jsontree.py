@@ -102,9 +102,17 @@ def parse_state_json(raw: str | bytes) -> tuple[object, str]:
     deeply (the value kept, so a reader can still name the ref it stores); ``(None,
     problem)`` when it is not JSON."""
     try:
-        value = json.loads(raw)
+        value = json.loads(_as_text(raw))
     except ValueError as error:
         return None, f"it is not valid JSON ({error})"
     except RecursionError:
         return None, "it is not valid JSON (nested too deeply to read)"
     return value, nesting_problem(value, raw)
+
+
+def _as_text(raw: str | bytes) -> str | bytes:
+    """``raw`` as ``json.loads`` would decode it: a record's bytes (``{`` then a byte that is
+    not NUL) are UTF-8, surrogates passed, which ``json.detect_encoding`` would only confirm."""
+    if isinstance(raw, bytes) and raw[:1] == b"{" and raw[1:2] != b"\0":
+        return raw.decode("utf-8", "surrogatepass")
+    return raw
