@@ -62,19 +62,20 @@ class ControlRecord:
         command = data.get("command")
         if not isinstance(command, str) or not command:
             raise ValueError("a control record needs a 'command' string")
-
-        def text(key: str, default: str = "") -> str:
-            value = data.get(key, default)
-            return value if isinstance(value, str) else default
-
         return cls(
-            ref=ref or text("ref"),
+            ref=ref or _text(data, "ref"),
             command=command,
-            source=text("source", "comment"),
-            actor=text("actor"),
-            requested_at=text("requestedAt"),
-            note=text("note"),
+            source=_text(data, "source", "comment"),
+            actor=_text(data, "actor"),
+            requested_at=_text(data, "requestedAt"),
+            note=_text(data, "note"),
         )
+
+
+def _text(data: Mapping[str, Any], key: str, default: str = "") -> str:
+    """``data[key]`` when it is a string, else ``default`` (read once per listed record)."""
+    value = data.get(key, default)
+    return value if isinstance(value, str) else default
 
 
 class ControlStore:
