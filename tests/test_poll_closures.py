@@ -4,11 +4,17 @@ closed state so that a start comment spawns again."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
+
+import pytest
 
 from tests.fake_github import FakeGitHub
 from tests.helpers.tmuxsock import wait_until
 from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F401 - fixtures
+from the_loop.commands.poll_ports import Actions
+from the_loop.ref import WorkItemRef
 
 TITLE = "Fix the wobbling widget"
 
@@ -119,3 +125,35 @@ def test_a_reopen_after_a_close_by_someone_not_authorized_lets_a_start_spawn_aga
     actions = [e["action"] for e in world.events_named("poll.closure")]
     assert actions == ["close-session", "clear-closed"]
     assert wait_until(lambda: TITLE in world.read())
+
+
+def test_a_signal_during_the_closures_finishes_the_one_under_way_and_the_next_cycle_ends_the_rest(
+    world: PollWorld,  # noqa: F811
+    github: FakeGitHub,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    github.add_issue(REPO, 16, title="Second ticket", body="", labels=("the-loop",))
+    for number in (15, 16):
+        github.add_comment(REPO, number, "the-loop start", login="alice")
+    assert world.poll()["commands"] == 2
+    github.advance(5)
+    for number in (15, 16):
+        github.set_state(REPO, number, "closed", by="alice")
+    close = Actions.close
+    signalled: list[WorkItemRef] = []
+
+    def close_then_signal(actions: Actions, ref: WorkItemRef, cleanup: bool) -> None:
+        close(actions, ref, cleanup)
+        if not signalled:  # once: a second SIGTERM has its usual effect
+            signalled.append(ref)
+            os.kill(os.getpid(), signal.SIGTERM)  # the poller's own handler takes it
+
+    monkeypatch.setattr(Actions, "close", close_then_signal)
+    first = world.poll()
+    assert (first["closed"], first["stopped"]) == (1, True)
+    assert len(world.registry.list_sessions()) == 1, "only the closure under way ran"
+    monkeypatch.setattr(Actions, "close", close)
+    second = world.poll()
+    assert (second["closed"], second["stopped"]) == (1, False)
+    assert world.registry.list_sessions() == []
+    assert len(world.events_named("poll.closure")) == 2

@@ -100,15 +100,44 @@ def _cycle_repository(
         return  # below the reserve: only the reads; the cursor stays for the next cycle
     newest = cursor
     if not page.not_modified:
-        comments = _comments(page.entries, repo.ref, ports)
-        first_seen: set[WorkItemRef] = set()
-        for comment in comments:
-            if counts.stop_requested(ports.should_stop):
-                break  # the cursor stays short of every comment not handled
-            _handle(comment, repo, settings, ports, polls, counts, first_seen)
-            ports.checkpoint(f"after-comment-{comment.id}")
-            stamp = _iso(comment.updated_at)
-            newest = stamp if newest is None or stamp > newest else newest
+        newest = _handle_comments(page.entries, cursor, repo, settings, ports, polls, counts)
+    _drain_and_close(name, repo, settings, ports, polls, counts)
+    if newest is not None and newest != cursor:
+        ports.cursors.set(name, newest)
+
+
+def _handle_comments(
+    entries: Sequence[Json],
+    cursor: str | None,
+    repo: _Repository,
+    settings: PollSettings,
+    ports: CyclePorts,
+    polls: PollState,
+    counts: CycleCounts,
+) -> str | None:
+    """Each new comment in order, until a stop; the newest ``updated_at`` handled."""
+    newest = cursor
+    first_seen: set[WorkItemRef] = set()
+    for comment in _comments(entries, repo.ref, ports):
+        if counts.stop_requested(ports.should_stop):
+            break  # the cursor stays short of every comment not handled
+        _handle(comment, repo, settings, ports, polls, counts, first_seen)
+        ports.checkpoint(f"after-comment-{comment.id}")
+        stamp = _iso(comment.updated_at)
+        newest = stamp if newest is None or stamp > newest else newest
+    return newest
+
+
+def _drain_and_close(
+    name: str,
+    repo: _Repository,
+    settings: PollSettings,
+    ports: CyclePorts,
+    polls: PollState,
+    counts: CycleCounts,
+) -> None:
+    """Deliver what waits for each active watched session, then the closures; the kept
+    listing is saved only once every closure ran (else its changes are read again)."""
     for session in ports.sessions():  # as the commands just left them
         if counts.stop_requested(ports.should_stop):
             break
@@ -116,9 +145,8 @@ def _cycle_repository(
             drain(session, polls=polls, ports=ports, settings=settings, counts=counts)
     if not counts.stop_requested(ports.should_stop):
         _closures(repo, settings, ports, polls, counts)
-        _save_listing(name, repo, ports)  # only once its closures ran: else read again
-    if newest is not None and newest != cursor:
-        ports.cursors.set(name, newest)
+    if not counts.stopped:
+        _save_listing(name, repo, ports)
 
 
 def _watch(name: str, settings: PollSettings, ports: CyclePorts) -> _Repository:
@@ -377,6 +405,8 @@ def _closures(
     known open) is checked with one GET and closed; a linked PR likewise ends only its
     endpoint; an item seen open again clears the closed state the-loop recorded."""
     for ref, session in repo.sessions.items():
+        if counts.stop_requested(ports.should_stop):
+            return  # the listing is not saved: the rest is read again next cycle
         try:
             for pr in session.pull_requests:
                 _close_linked(ref, pr, repo, settings, ports, polls, counts)
@@ -385,6 +415,8 @@ def _closures(
         except TheLoopError as error:  # reported for this item; the others still run
             counts.failed.append(f"{ref.ref}: closing: {error}")
     for ref, data in repo.facts.items():
+        if counts.stop_requested(ports.should_stop):
+            return
         if data.get("state") == "open":
             _clear_reopened(ref, settings, ports, polls)
 

@@ -128,7 +128,8 @@ class CyclePorts:
     path; ``deliver(target, delivery)`` pastes and marks in one tmux command list;
     ``pane_mark(target)`` reads the mark back; ``checkpoint(step)`` is a no-op hook
     the crash test uses to stop the process at each step of a delivery;
-    ``should_stop()`` is asked between items (comments, deliveries, repositories);
+    ``should_stop()`` is asked between items (comments, deliveries, closures,
+    repositories);
     ``watch_cache`` keeps each repository's listing between cycles.
     """
 
