@@ -10,6 +10,7 @@ comment goes to the session: delivered, held while paused, or seen without one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -77,6 +78,10 @@ class ItemView:
     watched: bool
     session: SessionState = SessionState.NONE
     seen_ids: frozenset[int] = frozenset()
+    #: Where this read's window starts: a comment written before it that the ledger
+    #: does not hold was passed over then (its item not watched), so it is here only
+    #: because it was edited since — and edits are never handled.
+    read_from: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,8 @@ def _settled_before_reading(
         return Reason.NOT_WATCHED
     if comment.id in item.seen_ids:
         return Reason.EDITED if comment.edited else Reason.ALREADY_SEEN
+    if item.read_from is not None and comment.created_at < item.read_from:
+        return Reason.EDITED
     if comment.carries_marker:
         return Reason.OWN_MARKER
     if comment.id in posted_ids:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from the_loop.errors import TheLoopError
@@ -72,6 +72,8 @@ class _Repository:
     listing: RepositoryListing
     stored: RepositoryListing | None
     keep: frozenset[int]
+    #: Where this cycle's comment read starts (None: no cursor, the whole history).
+    read_from: datetime | None = None
 
 
 def run_cycle(settings: PollSettings, ports: CyclePorts, polls: PollState) -> CycleCounts:
@@ -92,7 +94,9 @@ def _cycle_repository(
 ) -> None:
     repo = _watch(name, settings, ports)
     cursor = ports.cursors.get(name)
-    since = None if cursor is None else _iso(parse_timestamp(cursor) - CURSOR_OVERLAP)
+    if cursor is not None:
+        repo.read_from = parse_timestamp(cursor) - CURSOR_OVERLAP
+    since = None if repo.read_from is None else _iso(repo.read_from)
     page = ports.github.comments_since(name, since)
     if ports.github.rate_low():
         ports.emit("poll.rate_limited", "warning", repository=name, step="comments")
@@ -267,7 +271,9 @@ def _handle(
     if ref in first_seen:
         return  # its whole thread was baselined this cycle
     watched = ref in repo.watched
-    if watched and not polls.is_known(ref):
+    if watched and (repo.read_from is None or not polls.is_known(ref)):
+        # No ledger, or no cursor (lost, or a ledger carried from another machine): the
+        # thread is history, baselined; only a command still owed runs.
         first_seen.add(ref)
         _first_sight(ref, repo, settings, ports, polls, counts)
         return
@@ -276,7 +282,7 @@ def _handle(
     seen: frozenset[int] = frozenset()
     if watched:
         seen = frozenset(int(i) for i in polls.seen_comments(ref) if i.isdigit())
-    view = ItemView(watched, state, seen)
+    view = ItemView(watched, state, seen, repo.read_from)
     decision = classify_comment(comment, view, settings.policy, posted_ids=ports.cursors.posted())
     who = comment.login
     if decision.event == "poll.unauthorized":
@@ -350,6 +356,8 @@ def _command(
     except TheLoopError as error:
         outcome = "failed"
         counts.failed.append(f"{ref.ref}: {verb}: {error}")
+    # The comments after this one meet the session as the command left it.
+    repo.sessions = {s.ref: s for s in ports.sessions() if _same_repository(s.ref, repo.ref)}
     ports.emit(
         "poll.command",
         work_item=ref.ref,
