@@ -21,7 +21,19 @@ export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EM
 
 # Bold step headings only on a terminal, and never when NO_COLOR is set (no-color.org).
 if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
-step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
+# Show each command as it would be typed: a word the shell would read otherwise (a `#`
+# starts a comment) is quoted.
+step() {
+  local shown=() word
+  for word in "$@"; do
+    case $word in
+      *[\#\ \*\?]*) shown+=("'$word'") ;;
+      *) shown+=("$word") ;;
+    esac
+  done
+  printf '\n%s$ %s%s\n' "$bold" "${shown[*]}" "$plain"
+  "$@"
+}
 
 # 1. A local "GitHub" repository: a bare remote with one commit.
 git init -q -b main "$demo/seed"

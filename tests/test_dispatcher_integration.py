@@ -376,7 +376,7 @@ def test_a_live_tmux_session_holding_the_name_is_refused_and_left_alone(env: Env
     dispatcher = env.dispatcher()
     dispatcher.tmux.spawn(TARGET, env.tmp_path, ["bash", "-c", "echo squatter; sleep 300"])
 
-    with pytest.raises(TheLoopError, match=r"sessions cleanup --work-item github:octo/app#15"):
+    with pytest.raises(TheLoopError, match=r"sessions cleanup --work-item 'github:octo/app#15'"):
         dispatcher.spawn(REF)
 
     assert dispatcher.tmux.liveness(TARGET) == "live"

@@ -480,8 +480,8 @@ def test_one_reset_builds_one_tmux_runner_for_the_liveness_check_and_the_close(
     built: list[TmuxRunner] = []
     real = TmuxRunner.from_config
 
-    def counting(config: Any) -> TmuxRunner:
-        built.append(real(config))
+    def counting(config: Any, *, owner: str = "") -> TmuxRunner:
+        built.append(real(config, owner=owner))
         return built[-1]
 
     monkeypatch.setattr(TmuxRunner, "from_config", counting)

@@ -831,3 +831,43 @@ def test_start_warns_of_an_unusable_state_file_entry_and_keeps_the_files_choices
     assert code == 0
     assert "warning: the work item state file " in err and "pullRequests[0] skipped" in err
     assert loop.listing()[0]["model"] == "opus"
+
+
+def test_another_project_on_the_same_tmux_server_never_ends_this_projects_agent(
+    loop: Loop,
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+):
+    """Two state roots, one tmux server (the default socket is shared): the second
+    project refuses to start the item, holds nothing for it, and cannot end it."""
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    target = loop.registry.find_by_work_item(ITEM).tmux_target  # type: ignore[union-attr]
+    other = Loop(tmp_path / "other", tmux_socket)
+    other.configure_routing()
+    code, _, err = other.output("sessions", "start", "--work-item", ITEM)
+    assert code == 1
+    assert f"already running for the state root {loop.state}" in err
+    for action in (["cleanup"], ["cleanup", "--dry-run"], ["stop"]):
+        code, out, err = other.output("sessions", *action, "--work-item", ITEM)
+        assert (code, out) == (1, ""), err
+        assert err.startswith(f"error: no work item {ITEM} on this machine")
+    assert loop.tmux().liveness(target) == "live"
+    assert not (other.state / "portable").exists() or _files_under(other.state / "portable") == []
+
+
+def test_a_tmux_session_another_state_root_started_is_never_ended_by_a_cleanup_here(
+    loop: Loop,
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+):
+    """Even when this root holds a record of the same item, the other root's agent stays."""
+    other = Loop(tmp_path / "other", tmux_socket)
+    other.configure_routing()
+    assert other.run("sessions", "start", "--work-item", ITEM) == 0
+    assert other.run("sessions", "stop", "--work-item", ITEM) == 0  # a record, nothing live
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    target = loop.registry.find_by_work_item(ITEM).tmux_target  # type: ignore[union-attr]
+    code, _, err = other.output("sessions", "cleanup", "--work-item", ITEM)
+    assert code == 1
+    assert f"was started from the state root {loop.state}" in err
+    assert loop.tmux().liveness(target) == "live"

@@ -63,4 +63,5 @@ def open_dispatcher(
         portable=stores.store,
         adapters=adapters,
         on_warning=warn,
+        owner=str(context.layout.root),
     )

@@ -230,7 +230,7 @@ class Dispatcher:
         if record is None:
             raise TheLoopError(
                 f"{ref.ref} has no live session to resume; "
-                f"start one with `the-loop sessions start --work-item {ref.ref}`"
+                f"start one with `the-loop sessions start --work-item '{ref.ref}'`"
             )
         resumed = self.registry.resume(ref) if record.is_paused else None
         record = resumed or record
@@ -249,7 +249,7 @@ class Dispatcher:
         if not cwd.is_dir():
             raise TheLoopError(
                 f"its working directory {cwd} is gone; "
-                f"run `the-loop sessions reset --work-item {record.ref}` and start again"
+                f"run `the-loop sessions reset --work-item '{record.ref}'` and start again"
             )
         argv = harness.resume_argv(
             session_id=record.harness_session_id,
@@ -327,7 +327,7 @@ class Dispatcher:
         if existing is not None:
             raise TheLoopError(
                 f"{ref.ref} already has a live {existing.harness} session ({existing.status}); "
-                f"attach to it with `the-loop sessions attach --work-item {ref.ref}`, "
+                f"attach to it with `the-loop sessions attach --work-item '{ref.ref}'`, "
                 "or see it in `the-loop sessions list`"
             )
 
@@ -335,10 +335,17 @@ class Dispatcher:
         """The item's tmux name, refused while a live tmux session holds it."""
         target = self.tmux_target_for(ref)
         if self.tmux.liveness(target) == "live":
+            owner = self.tmux.foreign_owner(target)
+            if owner is not None:
+                raise TheLoopError(
+                    f"tmux session {target} is already running for the state root {owner}; "
+                    "run the-loop from that project, or give each project its own "
+                    "`routing.tmux.socket`"
+                )
             raise TheLoopError(
                 f"tmux session {target} is already running, with no live session record of "
                 f"{ref.ref} here; see `the-loop sessions list`, and when nothing uses it, "
-                f"`the-loop sessions cleanup --work-item {ref.ref}` ends it"
+                f"`the-loop sessions cleanup --work-item '{ref.ref}'` ends it"
             )
         return target
 

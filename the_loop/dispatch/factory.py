@@ -29,12 +29,13 @@ class Adapters:
     setting (not cached: the next use raises it again).
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, owner: str = "") -> None:
         self.config = config
+        self.owner = owner
 
     @cached_property
     def tmux(self) -> TmuxRunner:
-        return TmuxRunner.from_config(self.config)
+        return TmuxRunner.from_config(self.config, owner=self.owner)
 
     @cached_property
     def workspace(self) -> Workspace:
@@ -50,14 +51,16 @@ def build_dispatcher(
     portable: WorkItemStore | None = None,
     on_warning: Callable[[str], None] | None = None,
     adapters: Adapters | None = None,
+    owner: str = "",
 ) -> Dispatcher:
     """The dispatcher of ``config``: tmux runner, workspace and harnesses from ``routing.*``
-    (the runner and workspace of ``adapters`` when given).
+    (the runner and workspace of ``adapters`` when given); ``owner`` is the state root
+    its tmux sessions are tagged with.
 
     Raises :class:`TheLoopError` with a sentence when it cannot be built: a setting
     is refused, the tmux binary is missing, or workspaces are on and git is missing.
     """
-    built = adapters if adapters is not None else Adapters(config)
+    built = adapters if adapters is not None else Adapters(config, owner=owner)
     try:
         tmux = built.tmux
         workspace = built.workspace

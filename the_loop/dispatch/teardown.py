@@ -103,10 +103,19 @@ class Teardown:
         return CloseReport(done)
 
     def end_tmux_session(self, name: str) -> bool:
-        """End the harness, then kill the session; True when one was there (cleanup)."""
+        """End the harness, then kill the session; True when one was there (cleanup).
+
+        A session another state root started (tagged with its root) is never ended here:
+        ``TheLoopError`` names that root."""
         try:
             if self.tmux.liveness(name) == "absent":
                 return False
+            owner = self.tmux.foreign_owner(name)
+            if owner is not None:
+                raise TheLoopError(
+                    f"tmux session {name} was started from the state root {owner}, "
+                    "not this one: left running (end it from there)"
+                )
             self.tmux.terminate_harness(name, self.settings.harness_kill_grace_seconds)
             return self.tmux.kill(name)
         except ValueError as error:

@@ -59,6 +59,9 @@ _KILL_SETTLE_SECONDS = 5.0
 #: The longest a listing of every pane may take before tmux counts as not answering.
 LIST_TIMEOUT_SECONDS = 10.0
 #: Said when a live session holds the name: it may be another start's, so nothing is ended.
+#: The session option naming the state root that started a session: on a tmux server
+#: shared by several projects, one project never ends another's agent.
+OWNER_OPTION = "@the-loop-root"
 RUNNING_HINT = "it may be another start's session; see `the-loop sessions list`"
 
 
@@ -87,6 +90,7 @@ class TmuxRunner:
         socket: str = default_str("routing.tmux.socket"),
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         *,
+        owner: str = "",
         run: Runner = run,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -98,6 +102,7 @@ class TmuxRunner:
         self.binary = binary
         self.socket = socket
         self.timeout = timeout
+        self.owner = owner
         self._run = run
         self._clock = clock
         self._sleep = sleep
@@ -105,12 +110,14 @@ class TmuxRunner:
         self._group_running = group_running or process_group_running
 
     @classmethod
-    def from_config(cls, config: Config) -> TmuxRunner:
-        """The runner described by ``routing.tmux.*`` and ``routing.dispatchTimeoutSeconds``."""
+    def from_config(cls, config: Config, *, owner: str = "") -> TmuxRunner:
+        """The runner described by ``routing.tmux.*`` and ``routing.dispatchTimeoutSeconds``;
+        ``owner`` (the state root) is written on every session it starts."""
         return cls(
             binary=config.get_str("routing.tmux.binary") or default_str("routing.tmux.binary"),
             socket=config.get_str("routing.tmux.socket"),
             timeout=config.get_float(TIMEOUT_KEY),
+            owner=owner,
         )
 
     def command(self, *args: str) -> list[str]:
@@ -137,6 +144,8 @@ class TmuxRunner:
         self._new_session(name, cwd, env or {})
         try:
             self._tmux("set-option", "-w", "-t", f"={name}:", "remain-on-exit", "on")
+            if self.owner:
+                self._tmux("set-option", "-t", f"={name}:", OWNER_OPTION, self.owner)
             self._tmux("respawn-pane", "-k", "-t", f"={name}:", "-c", str(cwd), "--", *program)
         except DispatchError:
             self.kill(name)
@@ -262,6 +271,22 @@ class TmuxRunner:
             *("send-keys", "-t", target, "Enter", ";"),
             *("set-option", "-p", "-t", target, option, value),
         )
+
+    def owner_of(self, name: str) -> str | None:
+        """The state root that started session ``name``; None when untagged or gone (a
+        session of an older release, or one started by hand)."""
+        check_name(name)
+        shown = self._tmux("show-options", "-q", "-v", "-t", f"={name}:", OWNER_OPTION, check=False)
+        value = shown.stdout.strip() if shown.returncode == 0 else ""
+        return value or None
+
+    def foreign_owner(self, name: str) -> str | None:
+        """The other state root session ``name`` belongs to, when it is tagged with one;
+        None when it is this runner's own, untagged, or gone."""
+        if not self.owner:
+            return None
+        owner = self.owner_of(name)
+        return owner if owner is not None and owner != self.owner else None
 
     def pane_option(self, name: str, option: str) -> str | None:
         """The value of the pane option ``option`` of ``name``; None when unset or gone."""

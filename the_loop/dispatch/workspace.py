@@ -233,7 +233,7 @@ class Workspace:
                 if not (path / ".git").exists():
                     raise DispatchError(
                         f"{path} exists but is not a git checkout; "
-                        f"run `the-loop sessions cleanup --force --work-item {ref.ref}` first"
+                        f"run `the-loop sessions cleanup --force --work-item '{ref.ref}'` first"
                     )
                 return Checkout(path, created=False, strategy=self.strategy)
             if self.strategy == "clone":

@@ -29,15 +29,19 @@ def holds_records(stores: Stores, ref: WorkItemRef) -> bool:
 
 
 def holds_resources(dispatcher: Dispatcher, ref: WorkItemRef) -> bool:
-    """A tmux session of ``ref``'s name that tmux says is there, or an existing checkout.
+    """A tmux session of ``ref``'s name that tmux says is there and no other state root
+    started, or an existing checkout.
 
     A tmux that does not answer is no evidence either way: only the checkouts count then.
     """
     try:
-        state = dispatcher.tmux.liveness(dispatcher.tmux_target_for(ref))
+        target = dispatcher.tmux_target_for(ref)
+        state = dispatcher.tmux.liveness(target)
+        if state in ("live", "dead") and dispatcher.tmux.foreign_owner(target) is None:
+            return True
     except ValueError:
-        state = "unknown"
-    return state in ("live", "dead") or bool(dispatcher.teardown.existing_checkouts_of(ref))
+        pass
+    return bool(dispatcher.teardown.existing_checkouts_of(ref))
 
 
 def require_known(stores: Stores, ref: WorkItemRef, dispatcher: Callable[[], Dispatcher]) -> None:

@@ -187,7 +187,8 @@ def _run(args: argparse.Namespace, context: Context, stores: Stores) -> Result:
     if not items:
         summary = {"dryRun": args.dry_run}
         return Result(summary=summary, errors=(NOTHING_AT_ALL,), exit_code=EXIT_FAILED)
-    adapters = Adapters(context.config)  # one tmux runner and workspace, built on first use
+    # One tmux runner and workspace, built on first use.
+    adapters = Adapters(context.config, owner=str(context.layout.root))
     outcomes, problems, checkouts = _reset_all(args, context, stores, adapters, items)
     if args.dry_run:
         checkouts = _planned_checkouts(args, context, stores, adapters, outcomes)
