@@ -54,3 +54,14 @@ def test_the_event_types_table_lists_nothing_the_catalogue_does_not_hold() -> No
     ]
     assert [name for name in documented if name not in EVENT_TYPES] == []
     assert len(documented) == len(set(documented))
+
+
+def test_each_event_types_row_says_what_its_catalogue_entry_says() -> None:
+    """The table and ``EVENT_TYPES`` are one text: a field added to one is in the other."""
+    rows = {
+        match.group(1): match.group(2).replace("\\|", "|")  # a table cell escapes its pipes
+        for row in event_types_section().splitlines()
+        if (match := re.match(r"^\| `([a-z_.]+)` \| (.*) \|$", row))
+    }
+    differing = [name for name, text in EVENT_TYPES.items() if rows.get(name, text) != text]
+    assert differing == [], f"rows of {DOC} that differ from the catalogue: {differing}"
