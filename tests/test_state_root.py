@@ -114,3 +114,18 @@ def test_the_config_is_found_in_the_nearest_the_loop_directory_above_the_cwd(
     root = project(tmp_path, config="state:\n  root: elsewhere\n")
     monkeypatch.chdir(root / "dirB" / "deeper")
     assert chosen(capsys)["root"] == str(root / ".the-loop" / "elsewhere")
+
+
+def test_the_documented_defaults_written_out_as_empty_strings_mean_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``state.root: ""``, ``eventLog.path: ""`` and ``routing.registryDir: ""`` are what
+    docs/cli/config.md lists as their defaults: accepted, and the same as leaving them out."""
+    config = 'state: {root: ""}\neventLog: {path: ""}\nrouting: {registryDir: ""}\n'
+    root = project(tmp_path, config=config)
+    monkeypatch.chdir(root / "dirA")
+    assert chosen(capsys)["rule"] == "nearest"
+    argv = ["sessions", "register", "--work-item", ITEM, "--harness", "command"]
+    assert run(capsys, *argv, "--harness-session-id", "s-1")[0] == 0
+    assert list((root / ".the-loop" / "local").glob("*.json"))
+    assert (root / ".the-loop" / "logs" / "events.jsonl").is_file()
