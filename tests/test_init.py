@@ -138,3 +138,38 @@ def test_a_spawn_with_no_config_at_all_says_defaults_are_in_use_and_how_to_write
         "note: no config file found: every key has its default (docs/cli/config.md); "
         "`the-loop init` writes a commented .the-loop/cli-config.yaml here\n"
     ) in err
+
+
+def test_init_below_another_projects_state_root_warns_that_it_hides_it(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init"]) == 0
+    (fresh / "sub").mkdir()
+    monkeypatch.chdir(fresh / "sub")
+    capsys.readouterr()
+    assert main(["init"]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        f"warning: {fresh / 'sub' / '.the-loop'} is a new state root inside the project of "
+        f"{fresh / '.the-loop'}: commands run at or below {fresh / 'sub'} use it, and no "
+        "longer see that one\n"
+    )
+    assert written(fresh / "sub").is_file()
+
+
+def test_init_in_a_fresh_directory_warns_of_nothing(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_init_below_home_does_not_warn_of_the_per_user_state_root(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = Path(os.environ["HOME"])  # the hermetic one of conftest
+    (home / ".the-loop").mkdir()
+    (home / "project").mkdir()
+    monkeypatch.chdir(home / "project")
+    assert main(["init"]) == 0
+    assert capsys.readouterr().err == ""

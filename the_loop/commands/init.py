@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.commands.common import format_parent
-from the_loop.commands.render import Result
+from the_loop.commands.render import Result, warn
 from the_loop.config import CONFIG_NAME, STATE_DIR_NAME, validate
 from the_loop.errors import TheLoopError, UsageError, quoted
 
@@ -72,6 +72,7 @@ def run_init(args: argparse.Namespace) -> Result:
             f"{path} already exists: edit it (docs/cli/config.md lists every key), "
             "or move it away to start over"
         )
+    enclosing = _enclosing_state_root(directory)
     repositories = dict(args.repo)
     text = config_text(args.harness, repositories, directory / "workspaces")
     _check(text, path)
@@ -83,9 +84,26 @@ def run_init(args: argparse.Namespace) -> Result:
         f"the-loop sessions start --work-item {ref}",
         f"the-loop sessions attach --work-item {ref}",
     ]
+    if enclosing is not None:
+        warn(
+            f"{directory} is a new state root inside the project of {enclosing}: commands "
+            f"run at or below {directory.parent} use it, and no longer see that one"
+        )
     lines = [f"wrote {path}", "next:", *(f"  {command}" for command in commands)]
     item = {"path": str(path), "outcome": "written", "next": commands}
     return Result(items=(item,), text=lambda: lines)
+
+
+def _enclosing_state_root(directory: Path) -> Path | None:
+    """The nearest ``.the-loop/`` above ``directory``'s parent, which the new one hides;
+    never ``$HOME/.the-loop``, the per-user default every project stands in front of."""
+    home = os.environ.get("HOME", "")
+    per_user = Path(home) / STATE_DIR_NAME if home else None
+    for parent in directory.parent.parents:
+        candidate = parent / STATE_DIR_NAME
+        if candidate.is_dir():
+            return None if candidate == per_user else candidate
+    return None
 
 
 def config_text(harness: str, repositories: dict[str, str], workspaces: Path) -> str:
