@@ -52,6 +52,24 @@ def test_an_unknown_command_is_a_usage_error_naming_the_choices(
     assert "invalid choice: 'bogus'" in err and "sessions" in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "blamed"),
+    [
+        (["sessions", "list", "--statsu", "active"], "the-loop sessions list"),
+        (["sessions", "list", "--format", "json", "extra"], "the-loop sessions list"),
+        (["--bogus"], "the-loop"),
+    ],
+)
+def test_an_unknown_flag_is_blamed_on_the_command_it_follows(
+    argv: list[str], blamed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{blamed}: error: unrecognized arguments: ")
+    assert err.endswith(f"(see '{blamed} --help')\n")
+    assert err.count("\n") == 1
+
+
 def test_a_single_command_parser_parses_like_the_full_one() -> None:
     argv = ["sessions", "reset", "--all", "--dry-run"]
     assert vars(build_parser(only="sessions").parse_args(argv)) == vars(

@@ -15,6 +15,8 @@ from typing import Any, NoReturn
 
 #: The namespace attribute holding the destinations set during one parse (removed after).
 _GIVEN = "_the_loop_given_once"
+#: The namespace attribute naming the parser that left arguments unrecognized.
+_LEFT_BY = "_the_loop_left_by"
 _SINGLE_USE_ACTIONS = (None, "store", "store_const", "store_true", "store_false")
 ONCE_BOOLEAN = "once_boolean_optional"
 
@@ -59,7 +61,23 @@ class CliParser(argparse.ArgumentParser):
         """As argparse's; the bookkeeping of which flags were given is not left behind."""
         parsed, rest = super().parse_known_args(args, namespace or argparse.Namespace())
         vars(parsed).pop(_GIVEN, None)
+        if rest:  # the deepest parser that left them names itself (it runs first)
+            vars(parsed).setdefault(_LEFT_BY, self.prog)
         return parsed, rest
+
+    def parse_args(  # pyright: ignore[reportIncompatibleMethodOverride] - typeshed's overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse's; arguments nobody took are blamed on the command they follow."""
+        parsed, rest = self.parse_known_args(args, namespace)
+        left_by = vars(parsed).pop(_LEFT_BY, self.prog)
+        if rest:
+            self.exit(
+                2,
+                f"{left_by}: error: unrecognized arguments: {' '.join(rest)} "
+                f"(see '{left_by} --help')\n",
+            )
+        return parsed
 
 
 def parent_parser() -> CliParser:
