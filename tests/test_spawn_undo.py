@@ -110,7 +110,7 @@ def test_a_spawn_refused_for_a_live_record_touches_nothing_and_hints_at_attach(
         dispatcher.spawn(REF, actor="bob")
 
     message = str(refused.value)
-    assert f"`the-loop sessions attach --work-item {REF.ref}`" in message
+    assert f"`the-loop sessions attach --work-item '{REF.ref}'`" in message
     assert "`the-loop sessions list`" in message
     assert "reset" not in message and "<ref>" not in message
     assert env.store.path_for(REF).read_bytes() == portable

@@ -140,7 +140,7 @@ def well_hinted(err: str) -> bool:
     """The refusal names the real ref, points at attach/list, and suggests nothing destructive."""
     return (
         ITEM.ref in err
-        and f"the-loop sessions attach --work-item {ITEM.ref}" in err
+        and f"the-loop sessions attach --work-item '{ITEM.ref}'" in err
         and "the-loop sessions list" in err
         and "<ref>" not in err
         and "reset" not in err
