@@ -36,3 +36,24 @@ def test_below_the_reserve_only_the_reads_run_and_the_comment_waits_for_the_budg
     assert [e["step"] for e in world.events_named("poll.rate_limited")] == ["comments"]
     github.set_budget(TOKEN, remaining=5000)
     assert world.poll()["commands"] == 1 and world.live()
+
+
+def test_a_poll_once_after_a_429_waits_out_its_retry_after_without_a_request(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    """The back-off outlives the process: a `--once` from cron honours the last refusal."""
+    github.fail_next("/repos/octo/app/issues/comments", status=429, retry_after=300)
+    assert world.run_cli(["poll", "--once"])[0] == 1
+    asked = len(github.requests)
+    code, out, err = world.run_cli(["poll", "--once", "--format", "json"])
+    assert code == 1
+    assert len(github.requests) == asked, "no request while the retry-after holds"
+    assert "GitHub refused the last cycle: no request before " in err
+    assert json.loads(out)["items"][0]["waiting"] is True
+    status_path = world.layout.local_dir / "poll-status.json"
+    status = json.loads(status_path.read_text("utf-8"))
+    status["backoff"]["resumeAt"] = time.time() - 1  # the wait is over
+    status_path.write_text(json.dumps(status), encoding="utf-8")
+    assert world.run_cli(["poll", "--once"])[0] == 0
+    assert len(github.requests) > asked

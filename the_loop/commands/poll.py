@@ -15,7 +15,7 @@ import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from the_loop.commands.common import Context, format_parent, load_context, state_dir_parent, warn
 from the_loop.commands.render import Result
@@ -64,7 +64,10 @@ def run_poll(args: argparse.Namespace) -> Result:
     _check_config(context)
     with _holding(context), _stopping_on_signals() as stop:
         if args.once:
-            report, _ = _one_cycle(context, stop)
+            backoff = saved_backoff(context)
+            if backoff.seconds_left(time.time()) > 0:
+                return _waiting_result(backoff)
+            report, _ = _one_cycle(context, stop, backoff)
             if stop():
                 stop.emit_stopped(context, cycles=1, cut_short=bool(report["stopped"]))
             return _report_result(report)
@@ -165,6 +168,34 @@ def _test_hook(stop: StopRequest) -> Any:
     return checkpoint
 
 
+def saved_backoff(context: Context) -> Backoff:
+    """The back-off the last cycle left in ``local/poll-status.json`` (none when unreadable)."""
+    try:
+        last = read_json(context.layout.local_dir / "poll-status.json")
+    except (OSError, ValueError):
+        return Backoff()
+    saved = cast(dict[str, Any], last).get("backoff") if isinstance(last, dict) else None
+    if not isinstance(saved, dict):
+        return Backoff()
+    fields = cast(dict[str, Any], saved)
+    failures, resume_at = fields.get("failures"), fields.get("resumeAt")
+    if not isinstance(failures, int) or not isinstance(resume_at, (int, float)):
+        return Backoff()
+    return Backoff(failures, float(resume_at))
+
+
+def _waiting_result(backoff: Backoff) -> Result:
+    """``--once`` while GitHub's last refusal still holds: no request, exit 1."""
+    left = backoff.seconds_left(time.time())
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(backoff.resume_at))
+    message = (
+        f"GitHub refused the last cycle: no request before {until} (in {left:.0f} s); "
+        "nothing was polled"
+    )
+    item = {"requests": 0, "waiting": True, "resumeAt": until, "waitSeconds": round(left, 3)}
+    return Result(items=(item,), text=lambda: (), errors=(message,), exit_code=EXIT_FAILED)
+
+
 def _report_result(report: dict[str, Any]) -> Result:
     failed: list[str] = report["failed"]
     lines = (
@@ -187,9 +218,10 @@ def _daemon(args: argparse.Namespace, stop: StopRequest) -> Result:
     from the_loop.commands.poll_ports import interval_seconds
 
     cycles, cut_short = 0, False
-    backoff: Backoff | None = None
     context = load_context(args)
+    backoff = saved_backoff(context)
     _stores(context).events.emit("poll.started", interval_seconds=interval_seconds(context.config))
+    stop.asked.wait(backoff.seconds_left(time.time()))  # the last refusal still holds
     while not stop():
         started = time.monotonic()
         context = load_context(args)  # the config is re-read every cycle

@@ -101,6 +101,8 @@ def one_cycle(
         "rate_remaining": reads.remaining,
         "duration": round(time.monotonic() - started, 3),
         "next_cycle_in": round(wait, 3),
+        # Kept in poll-status.json, so a `--once` from cron honours the last refusal too.
+        "backoff": {"failures": backoff.failures, "resumeAt": backoff.resume_at},
     }
     stores.events.emit(
         "poll.cycle",
