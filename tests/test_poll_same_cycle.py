@@ -108,3 +108,18 @@ def test_a_lost_cursor_replays_no_history_into_a_known_item(
     assert world.read().count("delivered once") == 1
     assert "old chatter" not in world.read()
     assert world.live()
+
+
+def test_first_sight_of_a_start_then_a_pause_leaves_a_paused_session(
+    world: PollWorld,  # noqa: F811
+    github: FakeGitHub,  # noqa: F811
+) -> None:
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    github.add_comment(REPO, 15, "the-loop pause", login="alice")
+    github.add_comment(REPO, 15, "held for later", login="alice")
+    report = world.poll()
+    assert report["commands"] == 2
+    record = world.registry.find_by_work_item(ITEM)
+    assert record is not None and record.is_paused
+    outcomes = [(e["command"], e["outcome"]) for e in world.events_named("poll.command")]
+    assert outcomes == [("start", "started"), ("pause", "paused")]

@@ -332,8 +332,8 @@ def _first_sight(
     polls.baseline_comments(ref, [str(i) for i in sight.baseline_ids])
     counts.baselined += len(sight.baseline_ids)
     ports.emit("poll.baselined", work_item=ref.ref, comments=len(sight.baseline_ids))
-    if sight.command is not None:
-        _command(sight.command.comment, sight.command.verb, repo, ports, polls, counts)
+    for owed in sight.commands:
+        _command(owed.comment, owed.verb, repo, ports, polls, counts)
 
 
 def _command(

@@ -1,10 +1,12 @@
-"""First sight of an item (no poll ledger): baseline its thread, run only its live command.
+"""First sight of an item (no poll ledger): baseline its thread, run what is still owed.
 
-Every existing comment is recorded as seen, except the one command still owed: the
-latest authorized, unambiguous keyword comment written after the item's control
-record (any, when it has none). Older commands are history the latest one
-supersedes; replaying them would spawn and close agents for nothing. The caller
-writes the baseline, the command's ledger entry and its control record in one write.
+Every existing comment is recorded as seen, except the commands still owed, in thread
+order: of the authorized, unambiguous keyword comments written after the item's
+control record (any, when it has none), the last that starts, stops or cleans up,
+then the last pause or resume after it. That is the state the thread asks for
+(``start`` then ``pause``: a paused session) without replaying its history, which
+would spawn and close agents for nothing. The caller writes each command's ledger
+entry and its control record in one write.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from datetime import datetime
 
 from the_loop.polling.comments import CommentPolicy
 from the_loop.polling.github_comment import Comment
+from the_loop.portable.control import PAUSE, RESUME
+
+#: The verbs that only hold or release a session; every other verb decides its life.
+_HOLDING = frozenset({PAUSE, RESUME})
 
 
 @dataclass(frozen=True)
@@ -25,10 +31,10 @@ class OwedCommand:
 
 @dataclass(frozen=True)
 class FirstSight:
-    """The ids to record as seen (thread order) and the one command to run, if any."""
+    """The ids to record as seen (thread order) and the commands to run, in thread order."""
 
     baseline_ids: tuple[int, ...]
-    command: OwedCommand | None
+    commands: tuple[OwedCommand, ...] = ()
 
 
 def first_sight(
@@ -38,15 +44,21 @@ def first_sight(
     control_requested_at: datetime | None,
     posted_ids: frozenset[int] = frozenset(),
 ) -> FirstSight:
-    """Split ``thread`` (the item's comments, oldest first) into baseline and owed command."""
-    owed: OwedCommand | None = None
+    """Split ``thread`` (the item's comments, oldest first) into baseline and owed commands."""
+    life: OwedCommand | None = None
+    hold: OwedCommand | None = None
     for comment in thread:
         verb = _command_of(comment, policy, posted_ids)
         newer = control_requested_at is None or comment.created_at > control_requested_at
-        if verb is not None and newer:
-            owed = OwedCommand(comment, verb)
-    owed_id = owed.comment.id if owed is not None else None
-    baseline = tuple(comment.id for comment in thread if comment.id != owed_id)
+        if verb is None or not newer:
+            continue
+        if verb in _HOLDING:
+            hold = OwedCommand(comment, verb)
+        else:
+            life, hold = OwedCommand(comment, verb), None  # what came before it is history
+    owed = tuple(command for command in (life, hold) if command is not None)
+    owed_ids = {command.comment.id for command in owed}
+    baseline = tuple(comment.id for comment in thread if comment.id not in owed_ids)
     return FirstSight(baseline, owed)
 
 
