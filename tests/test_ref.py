@@ -63,6 +63,51 @@ def test_the_shorthand_and_web_urls_mean_the_same_item_as_the_canonical_ref(
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "github:Octo/App#15",
+        "Octo/App#15",
+        "GitHub:octo/app#15",
+        "GITHUB:OCTO/APP#15",
+        "github:GitHub.com/Octo/App#15",
+        "https://GitHub.com/Octo/App/issues/15",
+        "HTTPS://github.com/octo/app/issues/15",
+        "Https://github.com/OCTO/app/pull/15",
+    ],
+)
+def test_owner_repository_provider_and_scheme_ignore_case_and_the_ref_is_lowercase(
+    text: str,
+) -> None:
+    ref = WorkItemRef.parse(text)
+    assert ref.ref == "github:octo/app#15"
+    assert ref == WorkItemRef.parse("github:octo/app#15")
+    assert ref.slug == "github-octo-app-15"
+    assert ref.url == "https://github.com/octo/app/issues/15"
+
+
+def test_an_enterprise_ref_is_lowercase_in_every_part() -> None:
+    ref = WorkItemRef.parse("https://GHE.Corp.example/Octo/App/pull/7")
+    assert ref.ref == "github:ghe.corp.example/octo/app#7"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://github.com/octo/app/issues/15#issuecomment-1",
+        "https://github.com/octo/app/issues/15?x=1",
+        "https://github.com/octo/app/issues/15/?x=1#issuecomment-1",
+        "https://github.com/octo/app/pull/15#discussion_r123",
+        "https://github.com/octo/app/pull/15?notification_referrer_id=NT_x&y=2",
+        "https://github.com/octo/app/issues/15#",
+    ],
+)
+def test_a_url_copied_from_a_browser_keeps_its_item_and_drops_query_and_fragment(
+    text: str,
+) -> None:
+    assert WorkItemRef.parse(text).ref == "github:octo/app#15"
+
+
+@pytest.mark.parametrize(
     "text", ["gh:octo/app#15", "gitlab:octo/app#15", "jira:octo/app#15", "localhost:80/o/r#1"]
 )
 def test_an_unknown_provider_is_refused_with_the_accepted_forms(text: str) -> None:
@@ -93,7 +138,8 @@ def test_an_unknown_provider_is_refused_with_the_accepted_forms(text: str) -> No
         "github:./repo#1",
         "github:-octo/repo#1",
         "-github:octo/repo#1",
-        "GitHub:octo/repo#1",
+        "https://github.com/octo/repo/issues/1?x=1 2",
+        "https://github.com/octo/repo/issues/#1",
         "octo#1",
         "https://github.com/octo/repo/commits/1",
         "https://github.com/octo/repo/issues/1/x",

@@ -4,6 +4,11 @@ Shared by the session registry (``local/``) and the work-item store
 (``portable/``). A ref's file is ``<slug>.json`` unless another ref already
 holds that name, in which case it is ``<slug>~<8 hex>.json``. Only names that
 look like records are ever listed; everything else belongs to someone else.
+
+A file written before refs were lowercased may carry a mixed-case name
+(``github-Octo-App-15.json``): it is its ref's *legacy name*, found when no file
+under the lowercase name holds the ref, and written back under its own name (never
+renamed, never shadowed by a second file). See ``docs/decisions/015``.
 """
 
 from __future__ import annotations
@@ -94,12 +99,34 @@ class RecordDirectory:
         plain = plain_name(ref)
         if self.exists(plain) and stored_ref(read(plain)) == ref.ref:
             return plain, seen[plain]  # what ``resolve`` picks, without asking again
+        other = disambiguated_name(ref)
+        if not (self.exists(other) and stored_ref(read(other)) == ref.ref):
+            for legacy in self.legacy_names(ref):
+                if stored_ref(read(legacy)) == ref.ref:
+                    return legacy, seen[legacy]
         name = self.resolve(ref, lambda candidate: stored_ref(read(candidate)))
         loaded = read(name)
         if name == plain and stranger(loaded):
             name = disambiguated_name(ref)
             loaded = read(name)
         return name, loaded
+
+    def legacy_names(self, ref: WorkItemRef) -> list[str]:
+        """``ref``'s legacy (mixed-case) record names present in the directory, sorted.
+
+        One listing of the directory (from the snapshot, inside one); asked only when
+        no file under the lowercase names holds ``ref``.
+        """
+        snapshot = self._snapshot
+        if snapshot is not None:
+            self.exists(plain_name(ref))  # fills the snapshot's names
+            names = snapshot.names or set()
+        else:
+            try:
+                names = os.listdir(self.directory)
+            except OSError:
+                return []
+        return sorted(name for name in names if is_legacy_name_for(name, ref))
 
     def exists(self, name: str) -> bool:
         """``os.path.lexists`` of the file ``name`` (from the snapshot, inside one)."""
@@ -193,5 +220,30 @@ def disambiguated_name(ref: WorkItemRef) -> str:
 
 
 def is_named_for(name: str, ref: WorkItemRef) -> bool:
-    """Whether ``name`` is ``ref``'s plain or disambiguated record file name."""
-    return name == f"{ref.slug}.json" or name == f"{ref.disambiguated_slug}.json"
+    """Whether ``name`` is ``ref``'s plain or disambiguated record file name, or a legacy
+    (mixed-case) spelling of one."""
+    slug = ref.slug
+    if name == f"{slug}.json" or name == f"{ref.disambiguated_slug}.json":
+        return True
+    return is_legacy_name_for(name, ref)
+
+
+def is_legacy_name_for(name: str, ref: WorkItemRef) -> bool:
+    """Whether ``name`` is a mixed-case spelling of ``ref``'s plain name, or of a
+    disambiguated one (whose hash was taken of the ref as then spelled)."""
+    lowered = name.lower()
+    if lowered == name or not is_record_file_name(name):
+        return False
+    slug = ref.slug
+    if lowered == f"{slug}.json":
+        return True
+    return lowered.startswith(f"{slug}~") and len(lowered) == len(slug) + len("~12345678.json")
+
+
+def name_rank(name: str, ref: WorkItemRef) -> int:
+    """Which of several files holding ``ref`` is its record: the lowest rank wins (0 the
+    plain name, 1 the disambiguated one, 2 a legacy name), as :meth:`RecordDirectory.locate`
+    picks it."""
+    if name == plain_name(ref):
+        return 0
+    return 1 if name == disambiguated_name(ref) else 2

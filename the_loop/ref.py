@@ -2,9 +2,10 @@
 
 :meth:`WorkItemRef.parse` is strict (see ``state.md`` §1): it accepts the
 canonical form, the ``[<host>/]<owner>/<repo>#<number>`` shorthand and the web
-URL of an issue or pull request, all meaning the same item, and refuses every
-other provider. Every path the stores build comes from :attr:`WorkItemRef.slug`,
-which is always one safe path component.
+URL of an issue or pull request (its query and fragment ignored), all meaning the
+same item, and refuses every other provider. Provider, scheme, host, owner and
+repository ignore case: the canonical ref is lowercase. Every path the stores build
+comes from :attr:`WorkItemRef.slug`, which is always one safe path component.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ EXPECTED_SHAPE = (
     "'[<host>/]<owner>/<repo>#<number>' or "
     "'https://<host>/<owner>/<repo>/issues/<number>' (or /pull/<number>)"
 )
-#: An issue's or pull request's web URL: host, owner, repo, number (a trailing '/' allowed).
-_WEB_URL = re.compile(r"https://([^/]+)/([^/]+)/([^/]+)/(?:issues|pull)/([^/]+)/?\Z")
+#: An issue's or pull request's web URL: host, owner, repo, number; a trailing '/', a
+#: query and a fragment (as copied from a browser: ``?x=1``, ``#issuecomment-1``) ignored.
+_WEB_URL = re.compile(
+    r"(?i:https)://([^/?#]+)/([^/?#]+)/([^/?#]+)/(?:issues|pull)/([^/?#]+)/?(?:\?[^#]*)?(?:#.*)?\Z"
+)
 
 _PROVIDER = re.compile(r"[a-z][a-z0-9-]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
@@ -174,7 +178,7 @@ def _parse(cls: type[WorkItemRef], text: str) -> WorkItemRef:
     if plain and len(text) <= MAX_SLUG_LENGTH:
         owner, repo, number = plain.groups()
         if owner not in _DOTS and repo not in _DOTS:
-            return cls(GITHUB, owner, repo, int(number))
+            return cls(GITHUB, owner.lower(), repo.lower(), int(number))
     return _parse_strict(cls, text)
 
 
@@ -204,6 +208,8 @@ def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
     host, owner, repo = _path_parts(text, path)
     _check_name(text, "owner", owner)
     _check_name(text, "repository", repo)
+    # GitHub's owner and repository names ignore case: the canonical ref is lowercase.
+    owner, repo = owner.lower(), repo.lower()
     ref = cls(provider=provider, owner=owner, repo=repo, number=int(number_text), host=host)
     if len(ref.slug) > MAX_SLUG_LENGTH:
         raise _refuse(text, f"it is too long (its file name would exceed {MAX_SLUG_LENGTH})")
@@ -213,9 +219,10 @@ def _parse_strict(cls: type[WorkItemRef], text: str) -> WorkItemRef:
 def _provider_and_rest(text: str) -> tuple[str, str]:
     """The provider (only ``github``) and what follows its ``:``, from any accepted form."""
     spelling = _canonical_spelling(text)
-    if spelling.startswith(("https://", "http://")):
+    if spelling[:8].lower().startswith(("https://", "http://")):
         raise _refuse(text, "it is not the https URL of an issue or a pull request")
     provider, colon, rest = spelling.partition(":")
+    provider = provider.lower()
     if not colon or not _PROVIDER.match(provider):
         raise _refuse(text, "it must start with 'github:', be '<owner>/<repo>#<number>' or a URL")
     if provider != GITHUB:

@@ -21,6 +21,7 @@ from the_loop.fsio import is_temp_name, read_object
 from the_loop.layout import LegacyLayout, StateLayout
 from the_loop.portable.format import parse_ref
 from the_loop.portable.store import CONTROL, GRAPH, POLL, SEALED, WorkItemStore
+from the_loop.records import is_named_for
 from the_loop.ref import WorkItemRef, is_record_file_name
 from the_loop.repository_file import (
     LEGACY_STATE_FILE,
@@ -245,7 +246,7 @@ def _legacy_controls(
         if status != "ok" or item is None:
             found.append(RetiredLocation(LEGACY_CONTROL, str(path), False, "names no work item"))
             continue
-        named = path.name in (f"{item.slug}.json", f"{item.disambiguated_slug}.json")
+        named = is_named_for(path.name, item)
         read = named and _falls_back(store, item, CONTROL)
         found.append(RetiredLocation(LEGACY_CONTROL, str(path), read, _fallback(read), item.ref))
     return found

@@ -150,7 +150,8 @@ class Workspace:
         self.git_binary = git_binary
         self.clone_protocol = clone_protocol
         self.default_host = _component(default_host, "default host")
-        self.repositories = dict(repositories or {})
+        # Owner and repository names ignore case on GitHub, as refs do: keys are lowercase.
+        self.repositories = {name.lower(): url for name, url in (repositories or {}).items()}
         self.timeout = timeout
         self._run = run
 

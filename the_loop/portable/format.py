@@ -10,7 +10,7 @@ older still, ``<root>/poll-state.json``), which is never written.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 from the_loop.fsio import read_bounded_object
 from the_loop.jsontree import MAX_NESTING, copy_json, nesting_exceeds
 from the_loop.layout import LegacyLayout
+from the_loop.records import RecordDirectory
 from the_loop.ref import WorkItemRef
 
 CONTROL = "control"
@@ -291,9 +292,10 @@ class LegacyTree:
 
     @staticmethod
     def _control(layout: LegacyLayout, item: WorkItemRef) -> Section | None:
-        # A control file counts only when it stores this very ref (slugs collide).
-        for slug in (item.slug, item.disambiguated_slug):
-            status, data, _ = read_bounded_object(layout.control_dir / f"{slug}.json")
+        # A control file counts only when it stores this very ref (slugs collide); upstream
+        # named it after the ref as then spelled, so a mixed-case name is looked for last.
+        for name in _control_names(layout, item):
+            status, data, _ = read_bounded_object(layout.control_dir / name)
             if status != "ok" or not isinstance(data, dict):
                 continue
             record = cast(Section, data)
@@ -333,3 +335,11 @@ def _parse_poll_items(path: Path) -> dict[str, Section]:
         if item is not None and isinstance(value, dict):
             parsed.setdefault(item.ref, cast(Section, value))
     return parsed
+
+
+def _control_names(layout: LegacyLayout, item: WorkItemRef) -> Iterator[str]:
+    """The names a legacy control file of ``item`` may have; the directory is listed for
+    mixed-case ones only when the lowercase names are asked past."""
+    yield f"{item.slug}.json"
+    yield f"{item.disambiguated_slug}.json"
+    yield from RecordDirectory(layout.control_dir).legacy_names(item)

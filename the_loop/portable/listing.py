@@ -8,7 +8,7 @@ and when it is rebuilt from every record (otherwise, and once per batch).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,13 @@ from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_text
 from the_loop.jsonrows import rows_document
 from the_loop.portable.format import LoadedRecord, RecordSummary, Section, load_record, summarize
 from the_loop.portable.index import splice
-from the_loop.records import RecordDirectory, disambiguated_name, is_named_for, plain_name
+from the_loop.records import (
+    RecordDirectory,
+    disambiguated_name,
+    is_named_for,
+    name_rank,
+    plain_name,
+)
 from the_loop.ref import WorkItemRef
 
 #: (ref, file name, record) of one listable record.
@@ -39,7 +45,7 @@ class RecordListing:
             item = loaded.item
             if loaded.status == "ok" and item is not None:
                 if is_named_for(name, item):
-                    found.setdefault(item.ref, (item, name, loaded.record))
+                    self._keep(found, (item, name, loaded.record), warn=warn)
                     continue
                 loaded = LoadedRecord(
                     "foreign", {}, item, f"it names {item.ref}, not its file name"
@@ -47,6 +53,19 @@ class RecordListing:
             if warn and loaded.status != "absent":
                 self._warn(f"skipping {self._directory.path(name)}: {loaded.problem}")
         return [found[ref] for ref in sorted(found)]
+
+    def _keep(self, found: dict[str, Listed], listed: Listed, *, warn: bool) -> None:
+        """Keep ``listed`` unless a file of better rank (``name_rank``) holds its ref."""
+        item, name, _ = listed
+        held = found.get(item.ref)
+        if held is None or name_rank(name, item) < name_rank(held[1], item):
+            found[item.ref] = listed
+        if held is not None and warn:
+            kept, left = sorted((held[1], name), key=lambda other: name_rank(other, item))
+            self._warn(
+                f"note: {self._directory.path(left)} holds {item.ref} too "
+                f"(an older spelling); {kept} is used, the other left alone"
+            )
 
     def summaries(self, *, warn: bool) -> list[tuple[RecordSummary, str]]:
         """Every listable record as the index lists it, with its file name, sorted by ref."""
@@ -73,10 +92,18 @@ class RecordListing:
         _replace_index(index_path, text if summaries else None, syncs)
 
     def entry_for(self, item: WorkItemRef, *, gone: str = "") -> dict[str, Any] | None:
-        """``item``'s index entry as a rebuild makes it, reading only the two files that can
-        list it (its plain and its disambiguated name, in listing order, but ``gone``, a
-        file about to be deleted); None when neither."""
-        for name in (plain_name(item), disambiguated_name(item)):
+        """``item``'s index entry as a rebuild makes it, reading only the files that can
+        list it (its plain, its disambiguated, then its legacy names, in rank order, but
+        ``gone``, a file about to be deleted); None when none."""
+        entry = self._entry_among((plain_name(item), disambiguated_name(item)), item, gone)
+        if entry is None:  # a legacy name is looked for only when no lowercase one lists it
+            entry = self._entry_among(self._directory.legacy_names(item), item, gone)
+        return entry
+
+    def _entry_among(
+        self, names: Iterable[str], item: WorkItemRef, gone: str
+    ) -> dict[str, Any] | None:
+        for name in names:
             if name == gone:
                 continue
             loaded = self._load(name)

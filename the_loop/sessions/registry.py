@@ -16,7 +16,7 @@ from typing import Literal, cast
 from the_loop.errors import EXIT_USAGE, TheLoopError, or_ignore_warnings
 from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
 from the_loop.fsio import DirectorySyncs, locked, remove_file, write_json
-from the_loop.records import RecordDirectory, is_named_for
+from the_loop.records import RecordDirectory, is_named_for, name_rank
 from the_loop.ref import WorkItemRef, as_ref, ref_order
 from the_loop.sessions import changes
 from the_loop.sessions.record_file import RecordRead, read_record_file
@@ -358,8 +358,23 @@ class SessionRegistry:
 
     def _records(self, *, warn: bool) -> Iterator[tuple[str, Session]]:
         """(file name, record) of every readable record file whose name matches its stored
-        ref; one read each."""
-        seen: set[str] = set()
+        ref, one per ref (the file :meth:`_locate` finds); one read each."""
+        chosen: dict[str, tuple[str, Session]] = {}
+        for name, record in self._named_records(warn=warn):
+            held = chosen.get(record.ref)
+            ref = record.work_item
+            if held is None or name_rank(name, ref) < name_rank(held[0], ref):
+                chosen[record.ref] = (name, record)
+            if held is not None and warn:
+                kept, left = sorted((held[0], name), key=lambda other: name_rank(other, ref))
+                self._warn(
+                    f"note: {self._directory.path(left)} holds {record.ref} too "
+                    f"(an older spelling); {kept} is used, the other left alone"
+                )
+        yield from chosen.values()
+
+    def _named_records(self, *, warn: bool) -> Iterator[tuple[str, Session]]:
+        """(file name, record) of every readable record file whose name matches its ref."""
         for name in self._directory.record_names():
             found = self._directory.load(name, read_record_file)
             record = found.record
@@ -373,6 +388,4 @@ class SessionRegistry:
                     path = self._directory.path(name)
                     self._warn(f"skipping {path}: it holds the record of {record.ref}")
                 continue
-            if record.ref not in seen:
-                seen.add(record.ref)
-                yield name, record
+            yield name, record
