@@ -104,3 +104,32 @@ def test_an_item_an_older_release_recorded_mixed_case_is_listed_stopped_and_rese
     for directory in (loop.state / "local", loop.state / "portable"):
         assert _record_files(directory) == []
     assert loop.listing() == []
+
+
+def test_a_checkout_an_older_release_made_mixed_case_is_found_kept_with_its_work_and_removed(
+    loop: Loop,
+) -> None:
+    loop.configure_routing(workspace={"strategy": "clone"})
+    _start(loop, ITEM)
+    made = loop.workspace / ".work-items" / "github-octo-app-15" / "github.com" / "octo" / "app"
+    legacy = loop.workspace / ".work-items" / "github-Octo-App-15" / "github.com" / "Octo" / "App"
+    items = loop.workspace / ".work-items"
+    (items / "github-octo-app-15").rename(items / "github-Octo-App-15")
+    (legacy.parent.parent / "octo").rename(legacy.parent)
+    (legacy.parent / "app").rename(legacy)
+    record = loop.state / "local" / "github-octo-app-15.json"
+    record.write_text(record.read_text(encoding="utf-8").replace(str(made), str(legacy)), "utf-8")
+    (legacy / "new.txt").write_text("the agent's work\n", encoding="utf-8")
+
+    code, out, err = loop.output("sessions", "stop", "--work-item", COPIED_URL)
+    assert (code, err) == (0, "")
+    assert out.endswith(
+        f"{ITEM}: kept the checkout {legacy}: 1 uncommitted file — `--force` removes it\n"
+    )
+    assert (legacy / "new.txt").read_text(encoding="utf-8") == "the agent's work\n"
+    assert not made.exists()
+
+    code, out, err = loop.output("sessions", "cleanup", "--work-item", "Octo/App#15", "--force")
+    assert (code, err) == (0, "")
+    assert f"removed the checkout {legacy} — 1 uncommitted file was discarded (--force)" in out
+    assert not legacy.exists()

@@ -5,7 +5,13 @@ worktree per item at ``<root>/.worktrees/<host>/<owner>/<repo>/<slug>``.
 Clone strategy: a full clone at ``<root>/.work-items/<slug>/<host>/<owner>/<repo>``.
 Either way the checkout is on its own branch, ``loop/<slug>`` (``--branch`` aside), so
 the agent's commits are reachable by name. Work on one repository is serialised by a
-lock under ``<root>/.locks``.
+lock under ``<root>/.locks`` (its owner and repository lowercase).
+
+Refs are lowercase, but a release before them kept the owner's and repository's case
+(``.worktrees/github.com/Octo/App/github-Octo-App-15``): a path that is not there is
+looked for below the root as spelled on disk, so such a checkout and its shared clone
+are still found, reused and removed (the first match in name order when several differ
+only in case). New paths are lowercase.
 """
 
 from __future__ import annotations
@@ -192,8 +198,8 @@ class Workspace:
         root = self._require_root()
         host, owner, repo, slug = self._components(ref)
         if (strategy or self.strategy) == "clone":
-            return root / WORK_ITEMS_DIR / slug / host / owner / repo
-        return root / WORKTREES_DIR / host / owner / repo / slug
+            return self._as_on_disk(root / WORK_ITEMS_DIR / slug / host / owner / repo)
+        return self._as_on_disk(root / WORKTREES_DIR / host / owner / repo / slug)
 
     def checkout_paths(self, ref: WorkItemRef) -> list[Path]:
         """Where ``ref``'s checkout(s) would be under either strategy; empty when disabled."""
@@ -204,7 +210,7 @@ class Workspace:
     def shared_clone_path(self, ref: WorkItemRef) -> Path:
         """The worktree strategy's shared clone of ``ref``'s repository."""
         host, owner, repo, _ = self._components(ref)
-        return self._require_root() / host / owner / repo
+        return self._as_on_disk(self._require_root() / host / owner / repo)
 
     def contains(self, path: Path) -> bool:
         """True when ``path`` lies strictly inside ``root``, no symlink on the way."""
@@ -414,13 +420,33 @@ class Workspace:
         raise DispatchError(f"refusing {path}: it is not a work-item checkout")
 
     def _lock_file(self, host: str, owner: str, repo: str) -> Path:
-        return self._require_root() / LOCKS_DIR / host / owner / f"{repo}.lock"
+        # Lowercase: one lock per repository, however an older release spelled its paths.
+        names = (host.lower(), owner.lower(), f"{repo.lower()}.lock")
+        return self._require_root().joinpath(LOCKS_DIR, *names)
 
     def _shared_clone_of(self, path: Path) -> Path | None:
         parts = path.relative_to(self._require_root()).parts
         if parts[0] != WORKTREES_DIR:
             return None
-        return self._require_root().joinpath(*parts[1:4])
+        return self._as_on_disk(self._require_root().joinpath(*parts[1:4]))
+
+    def _as_on_disk(self, path: Path) -> Path:
+        """``path`` (below the root) when it exists or nothing differing from it only in case
+        does; else that one, as spelled on disk (made by a release before lowercase refs)."""
+        if os.path.lexists(path):
+            return path
+        current = self._require_root()
+        for part in path.relative_to(current).parts:
+            if not os.path.lexists(current / part):
+                try:
+                    names = sorted(name for name in os.listdir(current) if name.lower() == part.lower())
+                except OSError:
+                    return path
+                if not names:
+                    return path
+                part = names[0]
+            current = current / part
+        return current
 
     def _remove_empty_parents(self, path: Path) -> None:
         """Remove empty directories above ``path`` up to its lock scope's top directory."""
