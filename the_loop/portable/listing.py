@@ -63,7 +63,7 @@ class RecordListing:
         if held is not None and warn:
             kept, left = sorted((held[1], name), key=lambda other: name_rank(other, item))
             self._warn(
-                f"note: {self._directory.path(left)} holds {item.ref} too "
+                f"{self._directory.path(left)} holds {item.ref} too "
                 f"(an older spelling); {kept} is used, the other left alone"
             )
 

@@ -368,7 +368,7 @@ class SessionRegistry:
             if held is not None and warn:
                 kept, left = sorted((held[0], name), key=lambda other: name_rank(other, ref))
                 self._warn(
-                    f"note: {self._directory.path(left)} holds {record.ref} too "
+                    f"{self._directory.path(left)} holds {record.ref} too "
                     f"(an older spelling); {kept} is used, the other left alone"
                 )
         yield from chosen.values()
