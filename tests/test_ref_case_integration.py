@@ -42,9 +42,7 @@ def test_a_second_start_by_another_spelling_meets_the_first_session_and_clones_n
     loop: Loop,
 ) -> None:
     # The mapping is spelled as on GitHub's page; the refs lowercase it too.
-    loop.configure_routing(
-        workspace={"repositories": {"Octo/App": str(loop.remote_repository())}}
-    )
+    loop.configure_routing(workspace={"repositories": {"Octo/App": str(loop.remote_repository())}})
     _start(loop, "github:octo/app#15")
     code, out, err = loop.output("sessions", "start", "--work-item", COPIED_URL)
     assert (code, err) == (0, "")

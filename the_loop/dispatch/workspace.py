@@ -438,8 +438,9 @@ class Workspace:
         current = self._require_root()
         for part in path.relative_to(current).parts:
             if not os.path.lexists(current / part):
+                wanted = part.lower()
                 try:
-                    names = sorted(name for name in os.listdir(current) if name.lower() == part.lower())
+                    names = sorted(name for name in os.listdir(current) if name.lower() == wanted)
                 except OSError:
                     return path
                 if not names:
