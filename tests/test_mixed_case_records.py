@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from the_loop.portable.index import current_stamp
 from the_loop.portable.store import WorkItemStore
 from the_loop.sessions import Session, SessionRegistry, WorkItemRef
 
@@ -193,3 +194,18 @@ def test_when_both_spellings_hold_a_portable_record_the_lowercase_file_is_used_a
     store.write_section("Octo/App#15", "poll", {"lastSeenCommentId": "7"})
     assert (store.section(ITEM, "control") or {})["command"] == "pause"
     assert legacy_record.read_text(encoding="utf-8") == legacy_text
+
+
+def test_an_index_an_older_release_kept_with_a_mixed_case_ref_is_rebuilt_not_spliced_twice(
+    store: WorkItemStore, legacy_record: Path
+) -> None:
+    # As that release left it: its index names the item as typed, and its stamp says the
+    # index matches the records, so a splice of the lowercase ref would add a second row.
+    store.rebuild_index()
+    index = store.index_path
+    index.write_text(index.read_text(encoding="utf-8").replace(ITEM.ref, LEGACY_REF), "utf-8")
+    stamp = current_stamp(store.root, index)
+    (store.locks_dir / "index.stamp").write_text(json.dumps(stamp) + "\n", encoding="utf-8")
+    store.write_section("Octo/App#15", "poll", {"lastSeenCommentId": "7"})
+    rows = json.loads(index.read_text(encoding="utf-8"))["workItems"]
+    assert [row["ref"] for row in rows] == ["github:octo/app#15"]

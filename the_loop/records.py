@@ -53,6 +53,7 @@ class RecordDirectory:
         self._prefix = os.path.join(self.directory, "")
         self._snapshot: _Snapshot | None = None
         self._snapshot_depth = 0
+        self._mixed_case: tuple[tuple[int, ...], list[str]] | None = None
 
     def path(self, name: str) -> Path:
         """The path of the file ``name`` of this directory."""
@@ -111,22 +112,29 @@ class RecordDirectory:
             loaded = read(name)
         return name, loaded
 
-    def legacy_names(self, ref: WorkItemRef) -> list[str]:
+    def legacy_names(self, ref: WorkItemRef, *, refresh: bool = True) -> list[str]:
         """``ref``'s legacy (mixed-case) record names present in the directory, sorted.
 
-        One listing of the directory (from the snapshot, inside one); asked only when
-        no file under the lowercase names holds ``ref``.
+        The mixed-case names are listed once and listed again when the directory's stat
+        has changed since (``refresh``; without it, a name gone since is still skipped):
+        this release never makes one, so a listing of a directory it keeps changing is
+        not taken again for a caller that can live with one made earlier.
         """
-        snapshot = self._snapshot
-        if snapshot is not None:
-            self.exists(plain_name(ref))  # fills the snapshot's names
-            names = snapshot.names or set()
-        else:
+        try:
+            info = os.stat(self.directory)
+            stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        except OSError:
+            return []
+        cached = self._mixed_case
+        if cached is None or (refresh and cached[0] != stamp):
             try:
                 names = os.listdir(self.directory)
             except OSError:
-                return []
-        return sorted(name for name in names if is_legacy_name_for(name, ref))
+                names = []
+            mixed = [name for name in names if name != name.lower() and is_record_file_name(name)]
+            cached = self._mixed_case = (stamp, sorted(mixed))
+        found = [name for name in cached[1] if is_legacy_name_for(name, ref)]
+        return [name for name in found if os.path.lexists(self._prefix + name)]
 
     def exists(self, name: str) -> bool:
         """``os.path.lexists`` of the file ``name`` (from the snapshot, inside one)."""

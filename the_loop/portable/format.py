@@ -256,13 +256,14 @@ class LegacyTree:
         self.layout = layout
         self._poll_stamp: tuple[int, ...] | None = None
         self._poll_items: dict[str, Section] = {}
+        self._controls = RecordDirectory(layout.control_dir) if layout is not None else None
 
     def sections_for(self, item: WorkItemRef) -> dict[str, Section]:
         """The legacy ``control`` / ``poll`` objects held for ``item`` (fresh copies)."""
         if self.layout is None:
             return {}
         found: dict[str, Section] = {}
-        control = self._control(self.layout, item)
+        control = self._control(item)
         if control is not None:
             found[CONTROL] = control
         poll = self._poll_items_now(self.layout).get(item.ref)
@@ -290,12 +291,14 @@ class LegacyTree:
                     found.add(item.ref)
         return found
 
-    @staticmethod
-    def _control(layout: LegacyLayout, item: WorkItemRef) -> Section | None:
+    def _control(self, item: WorkItemRef) -> Section | None:
         # A control file counts only when it stores this very ref (slugs collide); upstream
         # named it after the ref as then spelled, so a mixed-case name is looked for last.
-        for name in _control_names(layout, item):
-            status, data, _ = read_bounded_object(layout.control_dir / name)
+        controls = self._controls
+        if controls is None:
+            return None
+        for name in _control_names(controls, item):
+            status, data, _ = read_bounded_object(controls.path(name))
             if status != "ok" or not isinstance(data, dict):
                 continue
             record = cast(Section, data)
@@ -337,9 +340,9 @@ def _parse_poll_items(path: Path) -> dict[str, Section]:
     return parsed
 
 
-def _control_names(layout: LegacyLayout, item: WorkItemRef) -> Iterator[str]:
+def _control_names(controls: RecordDirectory, item: WorkItemRef) -> Iterator[str]:
     """The names a legacy control file of ``item`` may have; the directory is listed for
     mixed-case ones only when the lowercase names are asked past."""
     yield f"{item.slug}.json"
     yield f"{item.disambiguated_slug}.json"
-    yield from RecordDirectory(layout.control_dir).legacy_names(item)
+    yield from controls.legacy_names(item)

@@ -114,5 +114,11 @@ def _row_ref(row: str) -> str:
     return value
 
 
+#: Marks a stamp of lowercase refs: the stamp of a release whose refs kept their case
+#: (its index may name an item as typed) never matches, so that index is rebuilt, not
+#: spliced into under the lowercase ref beside its old row.
+_STAMP_FORMAT = "lowercase-refs"
+
+
 def _encode(stamp: list[Any]) -> bytes:
-    return (json.dumps(stamp) + "\n").encode()
+    return (json.dumps([_STAMP_FORMAT, *stamp]) + "\n").encode()

@@ -97,7 +97,8 @@ class RecordListing:
         ``gone``, a file about to be deleted); None when none."""
         entry = self._entry_among((plain_name(item), disambiguated_name(item)), item, gone)
         if entry is None:  # a legacy name is looked for only when no lowercase one lists it
-            entry = self._entry_among(self._directory.legacy_names(item), item, gone)
+            legacy = self._directory.legacy_names(item, refresh=False)
+            entry = self._entry_among(legacy, item, gone)
         return entry
 
     def _entry_among(
