@@ -15,6 +15,7 @@ import pytest
 
 from the_loop.portable.index import current_stamp
 from the_loop.portable.store import WorkItemStore
+from the_loop.repository_file import WorkItemStateFile
 from the_loop.sessions import Session, SessionRegistry, WorkItemRef
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
@@ -209,3 +210,34 @@ def test_an_index_an_older_release_kept_with_a_mixed_case_ref_is_rebuilt_not_spl
     store.write_section("Octo/App#15", "poll", {"lastSeenCommentId": "7"})
     rows = json.loads(index.read_text(encoding="utf-8"))["workItems"]
     assert [row["ref"] for row in rows] == ["github:octo/app#15"]
+
+
+def test_a_work_item_state_file_an_older_release_wrote_under_a_mixed_case_slug_is_used(
+    tmp_path: Path,
+) -> None:
+    legacy = tmp_path / "docs" / "specs" / "github-Octo-App-15" / "work-item-state.json"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text(
+        json.dumps({"version": 2, "workItem": LEGACY_REF, "currentNode": "tasks"}), "utf-8"
+    )
+    state_file = WorkItemStateFile(
+        tmp_path, WorkItemRef.parse("https://github.com/Octo/App/issues/15")
+    )
+    assert state_file.path == legacy
+    assert state_file.load().current_node == "tasks"
+    state_file.update(lambda state: setattr(state, "model", "opus"))
+    assert sorted(path.name for path in (tmp_path / "docs" / "specs").iterdir()) == [
+        "github-Octo-App-15"
+    ]
+    assert json.loads(legacy.read_text(encoding="utf-8"))["model"] == "opus"
+
+
+def test_a_mixed_case_spec_directory_naming_another_item_is_left_alone(tmp_path: Path) -> None:
+    other = tmp_path / "docs" / "specs" / "github-Octo-App-15" / "work-item-state.json"
+    other.parent.mkdir(parents=True)
+    other.write_text(json.dumps({"version": 2, "workItem": "github:octo/other#15"}), "utf-8")
+    state_file = WorkItemStateFile(tmp_path, ITEM)
+    assert (
+        state_file.path
+        == tmp_path / "docs" / "specs" / "github-octo-app-15" / "work-item-state.json"
+    )

@@ -11,6 +11,7 @@ written; a legacy ``session`` block is dropped.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -72,12 +73,31 @@ def upstream_spec_id(work_item: WorkItemRef) -> str:
 
 
 def _spec_id_for(checkout: Path, work_item: WorkItemRef) -> str:
-    """Upstream's ``issue-<n>`` when it holds a file for ``work_item``, else the slug."""
+    """Upstream's ``issue-<n>`` when it holds a file for ``work_item``, else the slug (or
+    the slug as an earlier release spelled it, in mixed case, when only that one is there)."""
     upstream = checkout / SPECS_DIR / upstream_spec_id(work_item)
     for name in (STATE_FILE, LEGACY_STATE_FILE):
         if (upstream / name).is_file():
             return upstream.name if _may_be_for(upstream / name, work_item) else work_item.slug
-    return work_item.slug
+    return _slug_as_spelled(checkout / SPECS_DIR, work_item)
+
+
+def _slug_as_spelled(specs: Path, work_item: WorkItemRef) -> str:
+    """``work_item``'s slug; when no directory has that name, the first one (in name
+    order) that differs from it only in case and holds a file for this item."""
+    slug = work_item.slug
+    if (specs / slug).exists():
+        return slug
+    try:
+        names = sorted(name for name in os.listdir(specs) if name.lower() == slug and name != slug)
+    except OSError:
+        return slug
+    for name in names:
+        files = [specs / name / file for file in (STATE_FILE, LEGACY_STATE_FILE)]
+        held = [path for path in files if path.is_file()]
+        if held and _may_be_for(held[0], work_item):
+            return name
+    return slug
 
 
 def _may_be_for(path: Path, work_item: WorkItemRef) -> bool:
