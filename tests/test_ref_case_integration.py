@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.gitrepo import git
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.test_sessions_integration import NO_TICKET_WARNING, TARGET, Loop
 
@@ -131,3 +132,21 @@ def test_a_checkout_an_older_release_made_mixed_case_is_found_kept_with_its_work
     assert (code, err) == (0, "")
     assert f"removed the checkout {legacy} — 1 uncommitted file was discarded (--force)" in out
     assert not legacy.exists()
+
+
+def test_a_branch_an_older_release_named_mixed_case_is_reused_by_the_next_start(
+    loop: Loop,
+) -> None:
+    _start(loop, ITEM)
+    assert loop.output("sessions", "stop", "--work-item", ITEM)[0] == 0
+    assert not loop.worktree.exists()  # clean: removed; its branch stays in the shared clone
+    shared = loop.workspace / "github.com" / "octo" / "app"
+    git(shared, "branch", "-m", "loop/github-octo-app-15", "loop/github-Octo-App-15")
+    before = git(shared, "rev-parse", "loop/github-Octo-App-15").strip()
+
+    _start(loop, "Octo/App#15")
+    head = git(loop.worktree, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    assert head == "loop/github-Octo-App-15"
+    assert git(loop.worktree, "rev-parse", "HEAD").strip() == before
+    branches = git(shared, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop")
+    assert branches.split() == ["loop/github-Octo-App-15"]  # no second branch made

@@ -244,10 +244,9 @@ class Workspace:
                     )
                 return Checkout(path, created=False, strategy=self.strategy)
             if self.strategy == "clone":
-                self._clone_checkout(ref, path, branch)
+                chosen = self._clone_checkout(ref, path, branch)
             else:
-                self._worktree_checkout(ref, path, branch)
-        chosen = branch or self.branch_for(ref)
+                chosen = self._worktree_checkout(ref, path, branch)
         return Checkout(path, created=True, strategy=self.strategy, branch=chosen)
 
     def branch_for(self, ref: WorkItemRef) -> str:
@@ -300,19 +299,33 @@ class Workspace:
 
     # -- preparing -----------------------------------------------------------------
 
-    def _clone_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> None:
+    def _clone_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> str:
+        """Clone into ``path`` on ``branch``, or on ``loop/<slug>`` (the remote's, tracked,
+        when it has one, in the spelling an earlier release gave it); the branch."""
         branch_args = ["--branch", branch] if branch else []
         with self._undo_on_failure(path):
             url = self.source_url(ref)
             self._git(None, "clone", *branch_args, "--", url, str(path))
-            if not branch:
-                own = self.branch_for(ref)
-                remote = (
-                    ["--track", f"origin/{own}"] if self._has_commit(path, f"origin/{own}") else []
-                )
-                self._git(path, "checkout", "--quiet", "-b", own, *remote)
+            if branch:
+                return branch
+            own = self.branch_for(ref)
+            if not self._has_commit(path, f"origin/{own}"):
+                own = self._branch_as_spelled(path, own, "refs/remotes/origin/") or own
+            remote = ["--track", f"origin/{own}"] if self._has_commit(path, f"origin/{own}") else []
+            self._git(path, "checkout", "--quiet", "-b", own, *remote)
+            return own
 
-    def _worktree_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> None:
+    def _branch_as_spelled(self, repository: Path, own: str, namespace: str) -> str | None:
+        """The first branch under ``namespace`` (``refs/heads/``, ``refs/remotes/origin/``)
+        named ``own`` but for case: ``loop/github-Octo-App-15``, as a release before
+        lowercase refs named it; None when there is none."""
+        listed = self._git(
+            repository, "for-each-ref", "--format=%(refname)", f"{namespace}{BRANCH_PREFIX}"
+        )
+        names = sorted(line[len(namespace) :] for line in listed.stdout.splitlines())
+        return next((name for name in names if name.lower() == own and name != own), None)
+
+    def _worktree_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> str:
         shared = self._checked(self.shared_clone_path(ref))
         url = self.source_url(ref)
         with self._undo_on_failure(shared):
@@ -325,6 +338,7 @@ class Workspace:
             args = self._worktree_args(ref, shared, url, path, branch)
             with self._undo_on_failure(path, prune=shared):
                 self._git(shared, "worktree", "add", *args)
+        return branch or _branch_of(args)
 
     def _worktree_args(
         self, ref: WorkItemRef, shared: Path, url: str, path: Path, branch: str | None
@@ -333,6 +347,11 @@ class Workspace:
         if branch:
             return ["--track", "-B", branch, str(path), self._start_point(shared, url, branch)]
         own = self.branch_for(ref)
+        local, remote = f"refs/heads/{own}", f"refs/remotes/origin/{own}"
+        if not (self._has_ref(shared, local) or self._has_ref(shared, remote)):
+            # A release before lowercase refs named it after the ref as typed.
+            spelled = self._branch_as_spelled(shared, own, "refs/heads/")
+            own = spelled or self._branch_as_spelled(shared, own, "refs/remotes/origin/") or own
         if self._has_ref(shared, f"refs/heads/{own}"):
             self._git(shared, "worktree", "prune")  # a worktree deleted by hand holds it
             return [str(path), own]
@@ -471,6 +490,13 @@ class Workspace:
         location = ["-C", str(repository)] if repository is not None else []
         argv = [self.git_binary, *location, *args]
         return self._run(argv, timeout=self.timeout, env=_GIT_ENV, check=check)
+
+
+def _branch_of(worktree_args: list[str]) -> str:
+    """The branch a ``git worktree add`` of :meth:`Workspace._worktree_args` checks out."""
+    if "-b" in worktree_args:
+        return worktree_args[worktree_args.index("-b") + 1]
+    return worktree_args[-1]
 
 
 def _component(value: str, kind: str) -> str:
