@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.gitrepo import git
+from tests.helpers.gitrepo import git, make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.test_sessions_integration import NO_TICKET_WARNING, TARGET, Loop
 
@@ -150,3 +150,19 @@ def test_a_branch_an_older_release_named_mixed_case_is_reused_by_the_next_start(
     assert git(loop.worktree, "rev-parse", "HEAD").strip() == before
     branches = git(shared, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop")
     assert branches.split() == ["loop/github-Octo-App-15"]  # no second branch made
+
+
+def test_a_clone_checks_out_the_remote_branch_an_older_release_pushed_mixed_case(
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+) -> None:
+    world = Loop(tmp_path, tmux_socket)
+    world.remote = make_remote(
+        tmp_path, "app", branches={"loop/github-Octo-App-15": {"work.txt": "pushed\n"}}
+    )
+    world.configure_routing(workspace={"strategy": "clone"})
+    _start(world, "https://github.com/Octo/App/pull/15")
+    items = world.workspace / ".work-items"
+    checkout = items / "github-octo-app-15" / "github.com" / "octo" / "app"
+    assert git(checkout, "rev-parse", "--abbrev-ref", "HEAD").strip() == "loop/github-Octo-App-15"
+    assert (checkout / "work.txt").read_text(encoding="utf-8") == "pushed\n"
