@@ -5,6 +5,8 @@ and real git (a local bare repository as the remote)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
@@ -871,3 +873,25 @@ def test_a_tmux_session_another_state_root_started_is_never_ended_by_a_cleanup_h
     assert code == 1
     assert f"was started from the state root {loop.state}" in err
     assert loop.tmux().liveness(target) == "live"
+
+
+def test_a_stop_in_a_project_whose_agent_exited_never_ends_the_agent_another_started_since(
+    loop: Loop,
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+):
+    """Project A's agent exits (its record stays open); project B starts the item on the
+    same tmux server, taking the name; A's stop closes A's record and leaves B's agent."""
+    other = Loop(tmp_path / "other", tmux_socket)
+    other.configure_routing()
+    assert other.run("sessions", "start", "--work-item", ITEM) == 0
+    target = other.registry.find_by_work_item(ITEM).tmux_target  # type: ignore[union-attr]
+    for pid in loop.tmux().pane_pids(target):
+        os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: loop.tmux().liveness(target) == "dead")
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.tmux().liveness(target) == "live"
+    code, _, err = other.output("sessions", "stop", "--work-item", ITEM)
+    assert f"was started from the state root {loop.state}" in err, (code, err)
+    assert loop.tmux().liveness(target) == "live", "B's agent is still running"
+    assert other.registry.find_by_work_item(ITEM) is None, "A's record is closed"

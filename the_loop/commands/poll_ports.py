@@ -287,6 +287,11 @@ class Actions:
             self.dispatcher.teardown.end_tmux_session(target)
 
     def deliver(self, target: str, delivery: Delivery) -> None:
+        """Paste and mark in one tmux command list; never into a pane another state root
+        started under the same name (a failed attempt, retried and given up as any)."""
+        owner = self.dispatcher.tmux.foreign_owner(target)
+        if owner is not None:
+            raise TheLoopError(f"tmux session {target} belongs to the state root {owner}")
         self.dispatcher.tmux.deliver(
             target, delivery.buffer_name, delivery.text, (DELIVERED_MARK, delivery.mark_value)
         )

@@ -110,12 +110,7 @@ class Teardown:
         try:
             if self.tmux.liveness(name) == "absent":
                 return False
-            owner = self.tmux.foreign_owner(name)
-            if owner is not None:
-                raise TheLoopError(
-                    f"tmux session {name} was started from the state root {owner}, "
-                    "not this one: left running (end it from there)"
-                )
+            self._refuse_foreign(name)
             self.tmux.terminate_harness(name, self.settings.harness_kill_grace_seconds)
             return self.tmux.kill(name)
         except ValueError as error:
@@ -153,9 +148,22 @@ class Teardown:
         """The checkouts a close removes (see :func:`checkout_paths`)."""
         return checkout_paths(self.workspace, ref, record)
 
+    def _refuse_foreign(self, name: str) -> None:
+        """``TheLoopError`` when another state root started tmux session ``name``."""
+        owner = self.tmux.foreign_owner(name)
+        if owner is not None:
+            raise TheLoopError(
+                f"tmux session {name} was started from the state root {owner}, "
+                "not this one: left running (end it from there)"
+            )
+
     def _release_tmux(self, endpoint: Session, keep: bool) -> None:
-        """Kill the endpoint's tmux session, or end its harness and keep it (retained)."""
+        """Kill the endpoint's tmux session, or end its harness and keep it (retained).
+
+        A session of that name another state root started since (its agent, not ours) is
+        left running: ``TheLoopError`` names that root."""
         target = endpoint.tmux_target
+        self._refuse_foreign(target)
         if not keep:
             self.tmux.kill(target)
             return
