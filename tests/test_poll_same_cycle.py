@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.fake_github import FakeGitHub
 from tests.helpers.tmuxsock import wait_until
 from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F401 - fixtures
+from the_loop.portable.poll import PollState
 
 
 def known(poll_world: PollWorld, fake: FakeGitHub) -> None:
@@ -123,3 +124,16 @@ def test_first_sight_of_a_start_then_a_pause_leaves_a_paused_session(
     assert record is not None and record.is_paused
     outcomes = [(e["command"], e["outcome"]) for e in world.events_named("poll.command")]
     assert outcomes == [("start", "started"), ("pause", "paused")]
+
+
+def test_the_first_comment_of_a_repository_without_any_is_delivered_not_baselined(
+    world: PollWorld,  # noqa: F811
+    github: FakeGitHub,  # noqa: F811
+) -> None:
+    assert world.run("sessions", "start", "--work-item", ITEM, "--no-comment") == 0
+    PollState(world.store, registry=world.registry).baseline_comments(ITEM, [])  # a ledger
+    assert world.poll()["delivered"] == 0  # no comment anywhere yet
+    github.advance(5)
+    github.add_comment(REPO, 15, "hello agent", login="alice")
+    assert world.poll()["delivered"] == 1
+    assert wait_until(lambda: "hello agent" in world.read())

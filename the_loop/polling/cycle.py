@@ -105,6 +105,10 @@ def _cycle_repository(
     newest = cursor
     if not page.not_modified:
         newest = _handle_comments(page.entries, cursor, repo, settings, ports, polls, counts)
+        if newest is None and not counts.stopped and repo.listing.cursor:
+            # No comment at all yet: start from the listing's GitHub time, so the first
+            # comment is read as new, not as history at first sight.
+            newest = repo.listing.cursor
     _drain_and_close(name, repo, settings, ports, polls, counts)
     if newest is not None and newest != cursor:
         ports.cursors.set(name, newest)
