@@ -241,3 +241,30 @@ def test_a_mixed_case_spec_directory_naming_another_item_is_left_alone(tmp_path:
         state_file.path
         == tmp_path / "docs" / "specs" / "github-octo-app-15" / "work-item-state.json"
     )
+
+
+def test_a_run_of_new_records_lists_the_directory_once_and_still_finds_a_legacy_one(
+    store: WorkItemStore, legacy_record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's own writes (lowercase names) keep the mixed-case listing current, so
+    new records do not each list ``portable/`` again; a legacy record stays found."""
+    import the_loop.records as records
+
+    listed: list[str] = []
+    listdir = records.os.listdir
+
+    def counting(path: object) -> list[str]:
+        listed.append(str(path))
+        return listdir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(records.os, "listdir", counting)
+    for number in range(100, 140):
+        store.write_section(f"github:octo/app#{number}", "control", {"command": "stop"})
+    directory = str(legacy_record.parent)
+    assert listed.count(directory) <= 1, f"listed {listed.count(directory)} times"
+    assert store.path_for("github:octo/app#15") == legacy_record
+    # One an older release writes meanwhile (outside the store's lock) is still found.
+    text = legacy_record.read_text(encoding="utf-8").replace("#15", "#16")
+    (legacy_record.parent / "github-Octo-App-16.json").write_text(text, encoding="utf-8")
+    expected = legacy_record.parent / "github-Octo-App-16.json"
+    assert store.path_for("github:octo/app#16") == expected

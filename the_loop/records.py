@@ -120,10 +120,8 @@ class RecordDirectory:
         this release never makes one, so a listing of a directory it keeps changing is
         not taken again for a caller that can live with one made earlier.
         """
-        try:
-            info = os.stat(self.directory)
-            stamp = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        except OSError:
+        stamp = self._stamp()
+        if stamp is None:
             return []
         cached = self._mixed_case
         if cached is None or (refresh and cached[0] != stamp):
@@ -135,6 +133,14 @@ class RecordDirectory:
             cached = self._mixed_case = (stamp, sorted(mixed))
         found = [name for name in cached[1] if is_legacy_name_for(name, ref)]
         return [name for name in found if os.path.lexists(self._prefix + name)]
+
+    def _stamp(self) -> tuple[int, ...] | None:
+        """The directory's stat, as the mixed-case listing is keyed by it; None when gone."""
+        try:
+            info = os.stat(self.directory)
+        except OSError:
+            return None
+        return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
     def exists(self, name: str) -> bool:
         """``os.path.lexists`` of the file ``name`` (from the snapshot, inside one)."""
@@ -179,10 +185,24 @@ class RecordDirectory:
 
     @contextlib.contextmanager
     def lock(self, ref: WorkItemRef) -> Generator[None]:
-        """The record lock; refs that share a slug share it, so resolution is serialised too."""
+        """The record lock; refs that share a slug share it, so resolution is serialised too.
+
+        What a holder changes is this release's own (lowercase names, or a record written
+        back under the name it has): the listing of mixed-case names, when it was current
+        as the lock was taken, stays current after, so a run of new records never lists
+        the directory once per record.
+        """
         self._end_snapshot()
         with locked(self.locks_dir / f"{ref.slug}.lock"):
-            yield
+            before = self._stamp()
+            try:
+                yield
+            finally:
+                cached = self._mixed_case
+                if cached is not None and before is not None and cached[0] == before:
+                    after = self._stamp()
+                    if after is not None:
+                        self._mixed_case = (after, cached[1])
 
     def lock_named(self, name: str) -> contextlib.AbstractContextManager[None]:
         """A store-wide lock (e.g. for the index)."""
