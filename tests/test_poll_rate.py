@@ -57,3 +57,15 @@ def test_a_poll_once_after_a_429_waits_out_its_retry_after_without_a_request(
     status_path.write_text(json.dumps(status), encoding="utf-8")
     assert world.run_cli(["poll", "--once"])[0] == 0
     assert len(github.requests) > asked
+
+
+def test_a_saved_back_off_from_a_damaged_status_file_holds_the_poller_an_hour_at_most(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    status_path = world.layout.local_dir / "poll-status.json"
+    status_path.parent.mkdir(parents=True, exist_ok=True)
+    status_path.write_text(json.dumps({"backoff": {"failures": 1, "resumeAt": 1e18}}), "utf-8")
+    code, out, _ = world.run_cli(["poll", "--once", "--format", "json"])
+    assert code == 1 and github.requests == []
+    assert 0 < json.loads(out)["items"][0]["waitSeconds"] <= 3600

@@ -8,6 +8,7 @@ cycle start, the config re-read each cycle) under an exclusive ``flock`` on
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import threading
@@ -168,6 +169,10 @@ def _test_hook(stop: StopRequest) -> Any:
     return checkpoint
 
 
+#: The longest wait a saved back-off may impose: GitHub's rate-limit window.
+MAX_SAVED_WAIT_SECONDS = 3600.0
+
+
 def saved_backoff(context: Context) -> Backoff:
     """The back-off the last cycle left in ``local/poll-status.json`` (none when unreadable)."""
     try:
@@ -181,7 +186,11 @@ def saved_backoff(context: Context) -> Backoff:
     failures, resume_at = fields.get("failures"), fields.get("resumeAt")
     if not isinstance(failures, int) or not isinstance(resume_at, (int, float)):
         return Backoff()
-    return Backoff(failures, float(resume_at))
+    if not math.isfinite(resume_at):
+        return Backoff(failures)
+    # A hand-edited or damaged file never holds the poller longer than GitHub's own
+    # rate-limit window.
+    return Backoff(failures, min(float(resume_at), time.time() + MAX_SAVED_WAIT_SECONDS))
 
 
 def _waiting_result(backoff: Backoff) -> Result:

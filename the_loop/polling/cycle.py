@@ -325,7 +325,7 @@ def _first_sight(
     polls: PollState,
     counts: CycleCounts,
 ) -> None:
-    """Step 7: baseline the thread as seen; run the one authorized command still owed."""
+    """Step 7: baseline the thread as seen; run the authorized commands still owed."""
     thread = _comments(ports.github.thread(ref), repo.ref, ports)
     control = polls.store.section(ref, "control")
     requested = control.get("requestedAt") if isinstance(control, dict) else None
