@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from the_loop.config import ConfigError, load_file
+from the_loop.config.file import ConfigError, load_file
 
 
 def main(argv: list[str]) -> int:

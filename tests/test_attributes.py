@@ -29,7 +29,7 @@ from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
 from the_loop.portable.store import SECTIONS, WorkItemStore
 from the_loop.ref import WorkItemRef, is_record_file_name
-from the_loop.repository_file import STATE_FILE, STATE_KEYS, WorkItemState, WorkItemStateFile
+from the_loop.repofile.file import STATE_FILE, STATE_KEYS, WorkItemState, WorkItemStateFile
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 

@@ -13,12 +13,12 @@ from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixtu
 from tests.helpers.world import World
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item, tmux_names
 from the_loop.commands.sessions.release import clean_up
-from the_loop.config import Config
+from the_loop.config.file import Config
 from the_loop.dispatch.disposal import CheckoutDisposal
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
-from the_loop.eventquery import query_events
+from the_loop.eventlog.query import query_events
 from the_loop.portable.control import CLEANUP, STOP, ControlStore
 from the_loop.portable.store import CHANNELS, PULL_REQUESTS
 from the_loop.ref import WorkItemRef

@@ -19,7 +19,7 @@ from the_loop.cli import main
 from the_loop.commands.sessions.lifecycle import cleanup_lines
 from the_loop.dispatch.disposal import CheckoutDisposal
 from the_loop.errors import RemovalIncomplete
-from the_loop.eventlog import EventLog
+from the_loop.eventlog.log import EventLog
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from the_loop.cli import main
-from the_loop.config import Config, ConfigError, find_config, load_config, load_file
+from the_loop.config.file import Config, ConfigError, find_config, load_config, load_file
 from the_loop.layout import layout_from_config
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "cli-config.yaml"

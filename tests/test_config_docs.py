@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from the_loop.config import SCHEMA_PATH, Config
-from the_loop.config_defaults import DEFAULTS
+from the_loop.config.defaults import DEFAULTS
+from the_loop.config.file import SCHEMA_PATH, Config
 from the_loop.dispatch.harnesses import harnesses_from_config
 from the_loop.dispatch.settings import DispatchSettings
 from the_loop.dispatch.tmux import TmuxRunner

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.eventlog import EventLog
-from the_loop.eventquery import query_events
+from the_loop.eventlog.log import EventLog
+from the_loop.eventlog.query import query_events
 from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.control import (
     ARMING,

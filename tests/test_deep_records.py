@@ -16,14 +16,14 @@ import pytest
 
 import the_loop.reset
 from tests.test_reset_integration import Machine
-from the_loop.eventlog import read_events
+from the_loop.eventlog.log import read_events
 from the_loop.portable.store import POLL, WorkItemStore
 from the_loop.ref import WorkItemRef
 
 FIRST = WorkItemRef.parse("github:octo/repo#1")
 DEEP = WorkItemRef.parse("github:octo/repo#2")
 LAST = WorkItemRef.parse("github:octo/repo#3")
-#: The documented limit (docs/cli/state.md); ``the_loop.jsontree.MAX_NESTING``.
+#: The documented limit (docs/cli/state.md); ``the_loop.records.tree.MAX_NESTING``.
 MAX_NESTING = 64
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
-from the_loop.config import Config
+from the_loop.config.file import Config
 from the_loop.dispatch.harnesses import (
     HARNESSES,
     ClaudeHarness,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
-from the_loop.config import Config
+from the_loop.config.file import Config
 from the_loop.dispatch.process import DispatchError
 from the_loop.dispatch.tmux import TmuxRunner
 

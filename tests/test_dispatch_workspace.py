@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.gitrepo import commit_files, git, make_remote, write_files
-from the_loop.config import Config
+from the_loop.config.file import Config
 from the_loop.dispatch.process import DispatchError
 from the_loop.dispatch.workspace import CheckoutStatus, Workspace
 from the_loop.ref import WorkItemRef

@@ -17,11 +17,11 @@ import pytest
 from tests.helpers.gitrepo import git, make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
-from the_loop.config import Config
+from the_loop.config.file import Config
 from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.dispatch.factory import build_dispatcher
 from the_loop.errors import TheLoopError
-from the_loop.eventquery import query_events
+from the_loop.eventlog.query import query_events
 from the_loop.fsio import write_json
 from the_loop.portable.control import START, STOP
 from the_loop.ref import WorkItemRef

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 from the_loop.errors import ignore_warning, or_ignore_warnings
-from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, NO_EVENTS, EventLog, or_no_events
-from the_loop.eventquery import query_events
+from the_loop.eventlog.log import ENVELOPE_KEYS, EVENT_TYPES, NO_EVENTS, EventLog, or_no_events
+from the_loop.eventlog.query import query_events
 
 PACKAGE = Path(__file__).resolve().parents[1] / "the_loop"
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from the_loop.eventlog import EventLog, read_events
-from the_loop.eventquery import (
+from the_loop.eventlog.log import EventLog, read_events
+from the_loop.eventlog.query import (
     EventFilter,
     follow_events,
     follow_lines,
@@ -339,10 +339,10 @@ def _imported_modules(module: ModuleType) -> set[str]:
 def test_the_query_reads_the_log_without_importing_its_writer() -> None:
     """No cycle: the writer may offer the published ``read_events`` over the query, but
     the query builds on the shared line format only."""
-    import the_loop.eventlines
-    import the_loop.eventlog
-    import the_loop.eventquery
+    import the_loop.eventlog.lines
+    import the_loop.eventlog.log
+    import the_loop.eventlog.query
 
-    assert "the_loop.eventlog" not in _imported_modules(the_loop.eventquery)
-    assert "the_loop.eventlog" not in _imported_modules(the_loop.eventlines)
-    assert "the_loop.eventquery" not in _imported_modules(the_loop.eventlines)
+    assert "the_loop.eventlog.log" not in _imported_modules(the_loop.eventlog.query)
+    assert "the_loop.eventlog.log" not in _imported_modules(the_loop.eventlog.lines)
+    assert "the_loop.eventlog.query" not in _imported_modules(the_loop.eventlog.lines)

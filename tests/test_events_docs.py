@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from the_loop.cli import build_parser
-from the_loop.eventlog import EVENT_TYPES
+from the_loop.eventlog.log import EVENT_TYPES
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli" / "commands" / "events.md"
 EVENT_ROW = re.compile(r"^\| `([^`]+)` \| .+ \|$")

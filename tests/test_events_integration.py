@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from the_loop.cli import main
-from the_loop.eventlog import EVENT_TYPES, EventLog
+from the_loop.eventlog.log import EVENT_TYPES, EventLog
 
 
 def default_log() -> Path:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.reset_world import World
 from tests.test_reset_integration import Machine
-from the_loop.eventlog import read_events
+from the_loop.eventlog.log import read_events
 from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState

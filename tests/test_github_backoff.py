@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from the_loop.github_backoff import Backoff, PostSpacer, RatePolicy
-from the_loop.github_replies import GitHubHTTPError, RateLimit
+from the_loop.github.backoff import Backoff, PostSpacer, RatePolicy
+from the_loop.github.replies import GitHubHTTPError, RateLimit
 
 NOW = 1_900_000_000.0
 POLICY = RatePolicy()

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from the_loop.github_etags import (
+from the_loop.github.etags import (
     MAX_ENTRIES,
     CachedPage,
     FileEtagCache,

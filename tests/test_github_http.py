@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.fake_github import NO_ANSWER, FakeGitHub, iso, serve
-from the_loop.github import API_VERSION, USER_AGENT
-from the_loop.github_etags import FileEtagCache, MemoryEtagCache
-from the_loop.github_http import GitHubClient
-from the_loop.github_replies import GitHubHTTPError, RateLimit, next_link
+from the_loop.github.client import GitHubClient
+from the_loop.github.etags import FileEtagCache, MemoryEtagCache
+from the_loop.github.poster import API_VERSION, USER_AGENT
+from the_loop.github.replies import GitHubHTTPError, RateLimit, next_link
 from the_loop.layout import StateLayout
 
 TOKEN = "ghp_secret-token-value"

@@ -11,7 +11,7 @@ import pytest
 
 from the_loop.errors import TheLoopError
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import (
+from the_loop.repofile.file import (
     LEGACY_STATE_FILE,
     SESSION_PER_PR,
     STATE_FILE,

@@ -25,7 +25,7 @@ from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
 from the_loop.portable.store import PULL_REQUESTS
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import STATE_KEYS, WorkItemState, WorkItemStateFile
+from the_loop.repofile.file import STATE_KEYS, WorkItemState, WorkItemStateFile
 from the_loop.routing import OWNER_FROM_PORTABLE, POLICY_FROM_REPOSITORY_FILE, Router
 
 ITEM = WorkItemRef.parse("github:octo/app#15")

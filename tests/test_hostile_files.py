@@ -17,8 +17,8 @@ import pytest
 
 from tests.helpers.hostile import HANG_GUARD, ITEM, configure, run_cli, seed
 from the_loop.dispatch.daemons import pidfile_problems, read_pid
-from the_loop.eventlog import EventLog, read_events
-from the_loop.eventquery import follow_events
+from the_loop.eventlog.log import EventLog, read_events
+from the_loop.eventlog.query import follow_events
 from the_loop.fsio import MAX_JSON_DEPTH, append_lines, read_object
 
 FRAGMENT = b'{"ts":"x","event":"session.re'
@@ -118,7 +118,7 @@ def test_emit_to_a_fifo_fails_at_once_and_writes_nothing(tmp_path: Path) -> None
     fifo = tmp_path / "events.jsonl"
     os.mkfifo(fifo)
     script = (
-        "import sys; from pathlib import Path; from the_loop.eventlog import EventLog; "
+        "import sys; from pathlib import Path; from the_loop.eventlog.log import EventLog; "
         "sys.exit(0 if EventLog(Path(sys.argv[1])).emit('session.reset') is False else 1)"
     )
     result = subprocess.run(

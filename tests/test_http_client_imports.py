@@ -11,7 +11,7 @@ import the_loop
 
 PACKAGE = Path(the_loop.__file__).parent
 #: The modules allowed to import ``http.client`` themselves (the poster joins later).
-HTTP_CLIENT_MODULES = {"github_http.py"}
+HTTP_CLIENT_MODULES = {"github/client.py"}
 
 PROBE = """
 import sys
@@ -40,7 +40,7 @@ def test_the_version_flag_does_not_load_http_client() -> None:
 
 
 def test_the_probe_sees_http_client_once_the_github_client_is_imported() -> None:
-    assert imported_after("import the_loop.github_http") is True
+    assert imported_after("import the_loop.github.client") is True
 
 
 def imports_http_client(path: Path) -> bool:
@@ -65,4 +65,4 @@ def test_only_the_github_client_module_imports_http_client() -> None:
 
 
 def test_the_pacing_policy_and_the_etag_cache_load_without_http_client() -> None:
-    assert imported_after("import the_loop.github_backoff, the_loop.github_etags") is False
+    assert imported_after("import the_loop.github.backoff, the_loop.github.etags") is False

@@ -15,7 +15,7 @@ import yaml
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import kill_server, tmux_socket  # noqa: F401 - fixture
 from the_loop.cli import main
-from the_loop.config import load_file
+from the_loop.config.file import load_file
 from the_loop.dispatch.tmux import TmuxRunner
 
 ITEM = "github:octo/app#15"

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from the_loop.jsonrows import rows_document
+from the_loop.records.rows import rows_document
 
 TEXT = st.text(max_size=12)
 ROW = st.dictionaries(TEXT, st.none() | st.booleans() | st.integers() | TEXT, max_size=4)

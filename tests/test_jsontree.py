@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from the_loop import jsontree
 from the_loop.fsio import read_bounded_object
-from the_loop.jsontree import MAX_NESTING, copy_json, nesting_exceeds, parse_state_json
+from the_loop.records import tree as jsontree
+from the_loop.records.tree import MAX_NESTING, copy_json, nesting_exceeds, parse_state_json
 
 
 def test_the_limit_is_the_documented_one() -> None:

@@ -19,7 +19,7 @@ from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
 from the_loop.portable.store import GRAPH
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import STATE_KEYS, WorkItemState, WorkItemStateFile
+from the_loop.repofile.file import STATE_KEYS, WorkItemState, WorkItemStateFile
 from the_loop.routing import POLICY_FROM_GRAPH_SECTION, POLICY_FROM_REPOSITORY_FILE, Router
 from the_loop.sessions.session import Session
 from the_loop.upgrade import find_retired

@@ -15,7 +15,7 @@ import pytest
 
 from the_loop.portable.index import current_stamp
 from the_loop.portable.store import WorkItemStore
-from the_loop.repository_file import WorkItemStateFile
+from the_loop.repofile.file import WorkItemStateFile
 from the_loop.sessions import Session, SessionRegistry, WorkItemRef
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
@@ -248,7 +248,7 @@ def test_a_run_of_new_records_lists_the_directory_once_and_still_finds_a_legacy_
 ) -> None:
     """The store's own writes (lowercase names) keep the mixed-case listing current, so
     new records do not each list ``portable/`` again; a legacy record stays found."""
-    import the_loop.records as records
+    import the_loop.records.directory as records
 
     listed: list[str] = []
     listdir = records.os.listdir

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from the_loop.dispatch.tmux import tmux_session_name
-from the_loop.records import RecordDirectory, disambiguated_name, plain_name
+from the_loop.records.directory import RecordDirectory, disambiguated_name, plain_name
 from the_loop.ref import WorkItemRef, as_ref, is_record_file_name
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from the_loop.errors import EXIT_USAGE, TheLoopError
-from the_loop.eventlog import EventLog
-from the_loop.eventquery import query_events
+from the_loop.eventlog.log import EventLog
+from the_loop.eventlog.query import query_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.sessions import RegistryError, Session, SessionRegistry, WorkItemRef
 

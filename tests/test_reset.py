@@ -16,7 +16,7 @@ from tests.helpers.world import World
 from the_loop.commands.sessions.reset import HarnessStillRunning
 from the_loop.dispatch.teardown import SessionCloseError
 from the_loop.errors import CloseIncomplete, TheLoopError
-from the_loop.eventquery import query_events
+from the_loop.eventlog.query import query_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.layout import legacy_layout
 from the_loop.portable.store import WorkItemStore, WriteResult

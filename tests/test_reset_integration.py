@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.world import World
-from the_loop.eventquery import query_events
+from the_loop.eventlog.query import query_events
 from the_loop.layout import legacy_layout
 from the_loop.portable.store import POLL
 from the_loop.ref import WorkItemRef

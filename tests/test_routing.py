@@ -9,7 +9,7 @@ import pytest
 
 from the_loop.portable.store import WorkItemStore
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import WorkItemState, WorkItemStateFile
+from the_loop.repofile.file import WorkItemState, WorkItemStateFile
 from the_loop.routing import (
     OWNER_FROM_PORTABLE,
     OWNER_FROM_REGISTRY,

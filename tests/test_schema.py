@@ -13,8 +13,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from the_loop.config import SCHEMA_PATH
-from the_loop.schema import Validator
+from the_loop.config.file import SCHEMA_PATH
+from the_loop.config.schema import Validator
 
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
 EXAMPLE: dict[str, Any] = yaml.safe_load(

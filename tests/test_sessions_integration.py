@@ -23,7 +23,7 @@ from the_loop.commands.sessions.records import LIST_HEADERS, run_attach
 from the_loop.dispatch.tmux import TmuxRunner
 from the_loop.errors import TheLoopError
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import WorkItemState, WorkItemStateFile
+from the_loop.repofile.file import WorkItemState, WorkItemStateFile
 from the_loop.sessions.session import Session
 
 ITEM = "github:octo/app#15"

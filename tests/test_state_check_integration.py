@@ -13,7 +13,7 @@ from the_loop.attributes import ATTRIBUTES
 from the_loop.layout import GENERATED_PATHS
 from the_loop.portable.store import WorkItemStore
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import WorkItemStateFile
+from the_loop.repofile.file import WorkItemStateFile
 from the_loop.sessions.session import Session
 
 ITEM = WorkItemRef.parse("github:octo/app#15")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from the_loop.config import Config
+from the_loop.config.file import Config
 from the_loop.layout import GENERATED_PATHS, StateLayout, layout_from_config, legacy_layout
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.store import CONTROL, POLL, WorkItemStore
-from the_loop.records import RecordDirectory, disambiguated_name, plain_name
+from the_loop.records.directory import RecordDirectory, disambiguated_name, plain_name
 from the_loop.ref import WorkItemRef, _parse_strict
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session

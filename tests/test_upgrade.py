@@ -12,7 +12,7 @@ from tests.helpers.world import World
 from the_loop.layout import StateLayout
 from the_loop.portable.store import WorkItemStore
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import WorkItemState, WorkItemStateFile
+from the_loop.repofile.file import WorkItemState, WorkItemStateFile
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import Session
 from the_loop.upgrade import (

@@ -20,7 +20,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
-from the_loop.jsontree import MAX_NESTING, nesting_problem, parse_state_json
+from the_loop.records.tree import MAX_NESTING, nesting_problem, parse_state_json
 
 TEMP_PREFIX = "."
 TEMP_SUFFIX = ".tmp"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from the_loop.config import Config
+    from the_loop.config.file import Config
 
 DEFAULT_STATE_ROOT = ".the-loop"
 PORTABLE_DIR = "portable"
@@ -169,7 +169,7 @@ def legacy_layout(layout: StateLayout) -> LegacyLayout:
 def layout_from_config(config: Config, root: Path | None = None) -> StateLayout:
     """Build the layout from ``root`` (default: ``state.root``, else :data:`DEFAULT_STATE_ROOT`),
     ``routing.registryDir``, ``eventLog.path``. The CLI passes the root
-    :func:`the_loop.state_root.choose_state_root` chose."""
+    :func:`the_loop.config.state_root.choose_state_root` chose."""
     if root is None:
         root = Path(config.get_str("state.root", DEFAULT_STATE_ROOT) or DEFAULT_STATE_ROOT)
     registry_dir = config.get_str("routing.registryDir", "")

@@ -17,7 +17,7 @@ from typing import Any
 from the_loop.errors import TheLoopError, or_ignore_warnings
 from the_loop.portable.store import GRAPH, WorkItemStore
 from the_loop.ref import WorkItemRef, as_ref
-from the_loop.repository_file import (
+from the_loop.repofile.file import (
     SESSION_PER_PR,
     FrozenChoices,
     WorkItemStateFile,

@@ -14,8 +14,8 @@ from typing import Any
 from the_loop.cli import main
 from the_loop.commands.common import Context
 from the_loop.commands.stores import Stores, open_stores
-from the_loop.config import load_config
-from the_loop.eventlog import EventLog
+from the_loop.config.file import load_config
+from the_loop.eventlog.log import EventLog
 from the_loop.layout import LegacyLayout, StateLayout, legacy_layout
 from the_loop.portable.control import ControlStore
 from the_loop.portable.store import WorkItemStore

@@ -23,7 +23,8 @@ from the_loop.commands.render import (
     warn,
 )
 from the_loop.commands.render import error as error_line
-from the_loop.config import Config, load_config
+from the_loop.config.file import Config, load_config
+from the_loop.config.state_root import RootChoice, choose_state_root
 from the_loop.errors import UsageError, quoted
 from the_loop.layout import (
     FOLLOW_LINKS_KEY,
@@ -31,7 +32,6 @@ from the_loop.layout import (
     layout_from_config,
     linked_directories,
 )
-from the_loop.state_root import RootChoice, choose_state_root
 
 __all__ = [
     "FORMAT_JSON",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from the_loop import __version__
 from the_loop.errors import describe_error
-from the_loop.eventlog import utc_timestamp
+from the_loop.eventlog.log import utc_timestamp
 from the_loop.fsio import append_lines
 
 

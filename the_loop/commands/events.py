@@ -1,6 +1,6 @@
 """`the-loop events`: read, filter and follow the event log, or print its catalogue.
 
-The handler turns the flags into an ``eventquery.EventFilter``, reads the backlog
+The handler turns the flags into an ``eventlog.query.EventFilter``, reads the backlog
 and returns it for the renderer (a table, one JSON document or JSON lines); with
 ``--follow`` the result goes on yielding matching events as they are appended, until Ctrl-C.
 """
@@ -26,12 +26,12 @@ from the_loop.commands.common import (
 )
 from the_loop.commands.render import Result
 from the_loop.errors import UsageError
-from the_loop.eventlog import ENVELOPE_KEYS, EVENT_TYPES, LEVELS
+from the_loop.eventlog.log import ENVELOPE_KEYS, EVENT_TYPES, LEVELS
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from the_loop.eventquery import EventFilter
+    from the_loop.eventlog.query import EventFilter
 
 HEADERS = ("ts", "level", "source", "event", "work_item", "fields")
 #: Minimum column widths, so rows printed while following line up with the backlog.
@@ -102,7 +102,7 @@ def _add_filters(parser: argparse.ArgumentParser) -> None:
 
 def since_type(text: str) -> datetime:
     """argparse ``type=`` for ``--since``: ``ValueError`` becomes a usage error."""
-    from the_loop.eventquery import parse_since
+    from the_loop.eventlog.query import parse_since
 
     try:
         return parse_since(text)
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> Result:
         return _catalogue(args.types)
     if args.follow and args.format == FORMAT_JSON:
         raise UsageError("--follow streams events: use --format jsonl or text, not json")
-    from the_loop.eventquery import query_events
+    from the_loop.eventlog.query import query_events
 
     path: Path = args.file or load_context(args).layout.event_log
     event_filter = _event_filter(args)
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def _event_filter(args: argparse.Namespace) -> EventFilter:
-    from the_loop.eventquery import EventFilter
+    from the_loop.eventlog.query import EventFilter
 
     return EventFilter(
         types=tuple(args.types),
@@ -179,7 +179,7 @@ class Following:
     def events(self) -> Iterator[dict[str, Any]]:
         import time  # looked up per call: `time.sleep` is the one process boundary here
 
-        from the_loop.eventquery import follow_events
+        from the_loop.eventlog.query import follow_events
 
         def corrupt_line(_line: bytes) -> None:
             warn(f"skipped 1 corrupt line(s) in {self.path}")
@@ -237,7 +237,7 @@ def _cell(value: object) -> str:
 
 
 def _catalogue(patterns: list[str]) -> Result:
-    from the_loop.eventquery import matches_any
+    from the_loop.eventlog.query import matches_any
 
     catalogue = {
         name: meaning
@@ -252,7 +252,7 @@ def _catalogue(patterns: list[str]) -> Result:
 
 
 def _warn_unknown_patterns(patterns: list[str]) -> None:
-    from the_loop.eventquery import matches_any
+    from the_loop.eventlog.query import matches_any
 
     for pattern in patterns:
         if not any(matches_any(name, [pattern]) for name in EVENT_TYPES):

@@ -15,7 +15,7 @@ from typing import Any
 
 from the_loop.commands.common import format_parent
 from the_loop.commands.render import Result, warn
-from the_loop.config import CONFIG_NAME, STATE_DIR_NAME, validate
+from the_loop.config.file import CONFIG_NAME, STATE_DIR_NAME, validate
 from the_loop.errors import TheLoopError, UsageError, quoted
 
 HARNESS_CHOICES = ("claude", "cursor", "command")
@@ -152,7 +152,7 @@ def _repository_lines(repositories: dict[str, str]) -> list[str]:
 
 def _check(text: str, path: Path) -> None:
     """What init writes must be a valid config; anything else is a bug caught here."""
-    from the_loop.config_yaml import parse_yaml
+    from the_loop.config.yaml import parse_yaml
 
     try:
         validate(parse_yaml(text), path)

@@ -24,7 +24,7 @@ from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.daemons import PollerLock, poller_holder
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, UsageError
 from the_loop.fsio import read_json, write_json
-from the_loop.github_backoff import Backoff
+from the_loop.github.backoff import Backoff
 
 STOP_TIMEOUT_SECONDS = 30.0
 #: Test-only: the delivery step at which the poller kills itself (the crash proof).

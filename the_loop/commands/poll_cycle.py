@@ -19,10 +19,10 @@ from the_loop.commands.poll_ports import (
 )
 from the_loop.commands.poll_watched import FileWatchCache
 from the_loop.commands.stores import open_dispatcher, open_stores
-from the_loop.github import token_from_environment
-from the_loop.github_backoff import Backoff, PostSpacer
-from the_loop.github_etags import FileEtagCache
-from the_loop.github_http import GitHubClient
+from the_loop.github.backoff import Backoff, PostSpacer
+from the_loop.github.client import GitHubClient
+from the_loop.github.etags import FileEtagCache
+from the_loop.github.poster import token_from_environment
 from the_loop.polling.cycle import run_cycle
 from the_loop.polling.ports import CyclePorts
 from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE

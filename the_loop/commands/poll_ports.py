@@ -15,13 +15,13 @@ from typing import Any, cast
 
 from the_loop.commands.sessions.release import clean_up
 from the_loop.commands.stores import Stores
-from the_loop.config import Config
+from the_loop.config.file import Config
 from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.errors import TheLoopError
 from the_loop.fsio import locked, read_json, write_json
-from the_loop.github_backoff import RatePolicy
-from the_loop.github_http import GitHubClient
-from the_loop.github_replies import GitHubHTTPError, Listing, RateLimit
+from the_loop.github.backoff import RatePolicy
+from the_loop.github.client import GitHubClient
+from the_loop.github.replies import GitHubHTTPError, Listing, RateLimit
 from the_loop.polling.comments import CommentPolicy, DeliverFrom, SessionState
 from the_loop.polling.delivery import DELIVERED_MARK, Delivery
 from the_loop.polling.keywords import KeywordGrammar

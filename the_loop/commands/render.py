@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from the_loop.errors import EXIT_OK
-from the_loop.jsonrows import rows_document
+from the_loop.records.rows import rows_document
 
 #: The envelope's ``version``: bumped only when a member changes meaning or goes.
 JSON_VERSION = 1

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from the_loop.commands.common import Context, warn
-from the_loop.eventlog import EventLog
+from the_loop.eventlog.log import EventLog
 from the_loop.layout import StateLayout, legacy_layout
 from the_loop.portable.control import ControlStore
 from the_loop.portable.store import WorkItemStore

@@ -19,18 +19,18 @@ from the_loop.dispatch.settings import DispatchSettings
 from the_loop.dispatch.teardown import STEP_ERRORS, CloseReport, SessionCloseError, Teardown
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError, or_ignore_warnings
-from the_loop.eventlog import or_no_events
+from the_loop.eventlog.log import or_no_events
 from the_loop.portable.control import START, ControlRecord
 from the_loop.ref import WorkItemRef
-from the_loop.repository_file import FrozenChoices, WorkItemStateFile, resolve_frozen_choices
+from the_loop.repofile.file import FrozenChoices, WorkItemStateFile, resolve_frozen_choices
 from the_loop.sessions.session import Session
 
 if TYPE_CHECKING:
-    from the_loop.config import Config
+    from the_loop.config.file import Config
     from the_loop.dispatch.harnesses import Harness
     from the_loop.dispatch.tmux import TmuxRunner
     from the_loop.dispatch.workspace import Checkout, Workspace
-    from the_loop.eventlog import EventLog
+    from the_loop.eventlog.log import EventLog
     from the_loop.portable.control import ControlStore
     from the_loop.portable.store import WorkItemStore
     from the_loop.sessions.registry import SessionRegistry

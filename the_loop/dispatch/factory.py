@@ -14,8 +14,8 @@ from the_loop.dispatch.workspace import Workspace
 from the_loop.errors import TheLoopError
 
 if TYPE_CHECKING:
-    from the_loop.config import Config
-    from the_loop.eventlog import EventLog
+    from the_loop.config.file import Config
+    from the_loop.eventlog.log import EventLog
     from the_loop.portable.control import ControlStore
     from the_loop.portable.store import WorkItemStore
     from the_loop.sessions.registry import SessionRegistry

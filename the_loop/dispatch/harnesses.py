@@ -12,10 +12,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from the_loop.config_defaults import default_str
+from the_loop.config.defaults import default_str
 
 if TYPE_CHECKING:
-    from the_loop.config import Config
+    from the_loop.config.file import Config
     from the_loop.ref import WorkItemRef
 
 PLACEHOLDERS = ("session_id", "work_item", "prompt", "model", "effort")

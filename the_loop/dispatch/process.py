@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from the_loop.config_defaults import default_float
+from the_loop.config.defaults import default_float
 from the_loop.errors import TheLoopError
 
 #: How much of a command's stderr an error message keeps (its tail).

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from the_loop.config_defaults import default_bool, default_float, default_str
+from the_loop.config.defaults import default_bool, default_float, default_str
 from the_loop.dispatch.disposal import REMOVE_DIRTY_KEY
-from the_loop.repository_file import FrozenChoices
+from the_loop.repofile.file import FrozenChoices
 
 if TYPE_CHECKING:
-    from the_loop.config import Config
+    from the_loop.config.file import Config
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from the_loop.dispatch.disposal import CheckoutDisposal, forced_by, plan_disposal
 from the_loop.errors import CloseIncomplete, RemovalIncomplete, TheLoopError
-from the_loop.eventlog import NO_EVENTS, EventLog
+from the_loop.eventlog.log import NO_EVENTS, EventLog
 
 if TYPE_CHECKING:
     from the_loop.dispatch.settings import DispatchSettings

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from the_loop.config_defaults import default_str
+from the_loop.config.defaults import default_str
 from the_loop.dispatch.process import (
     DEFAULT_TIMEOUT_SECONDS,
     TIMEOUT_KEY,
@@ -30,7 +30,7 @@ from the_loop.dispatch.process import (
 if TYPE_CHECKING:
     import subprocess
 
-    from the_loop.config import Config
+    from the_loop.config.file import Config
 
 Liveness = Literal["live", "dead", "absent", "unknown"]
 #: A listed session's agent: a pane still runs, or every pane has exited (the pane kept).

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from the_loop.config_defaults import default_str
+from the_loop.config.defaults import default_str
 from the_loop.dispatch.process import (
     DEFAULT_TIMEOUT_SECONDS,
     TIMEOUT_KEY,
@@ -41,7 +41,7 @@ GIT_BINARY_KEY = "routing.workspace.gitBinary"
 if TYPE_CHECKING:
     import subprocess
 
-    from the_loop.config import Config
+    from the_loop.config.file import Config
     from the_loop.ref import WorkItemRef
 
 Strategy = Literal["worktree", "clone"]

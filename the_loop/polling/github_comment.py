@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from the_loop.comment_marker import AGENT_COMMENT_MARKER
+from the_loop.github.marker import AGENT_COMMENT_MARKER
 from the_loop.ref import WorkItemRef
 
 __all__ = ["AGENT_COMMENT_MARKER", "Comment", "comment_from_json", "parse_timestamp"]

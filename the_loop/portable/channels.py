@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
 from the_loop.errors import or_ignore_warnings
-from the_loop.eventlog import utc_timestamp
+from the_loop.eventlog.log import utc_timestamp
 from the_loop.portable.store import CHANNELS, WorkItemStore
 from the_loop.ref import WorkItemRef, as_ref
 from the_loop.sessions.registry import SessionRegistry

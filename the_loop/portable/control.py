@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.errors import or_ignore_warnings
-from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
+from the_loop.eventlog.log import EventLog, or_no_events, utc_timestamp
 from the_loop.layout import LegacyLayout
 from the_loop.portable.store import CONTROL, GRAPH, WorkItemStore
 from the_loop.ref import WorkItemRef, as_ref

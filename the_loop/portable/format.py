@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from the_loop.fsio import read_bounded_object
-from the_loop.jsontree import MAX_NESTING, copy_json, nesting_exceeds
 from the_loop.layout import LegacyLayout
-from the_loop.records import RecordDirectory
+from the_loop.records.directory import RecordDirectory
+from the_loop.records.tree import MAX_NESTING, copy_json, nesting_exceeds
 from the_loop.ref import WorkItemRef
 
 CONTROL = "control"
@@ -171,7 +171,7 @@ _OWN_KEYS = frozenset((*HEAD_KEYS, *READABLE_SECTIONS))
 def load_record(path: str | Path) -> LoadedRecord:
     """Read one portable record file (one ``open`` + ``json.load``), checking its shape.
 
-    A file nested deeper than :data:`~the_loop.jsontree.MAX_NESTING` is unreadable
+    A file nested deeper than :data:`~the_loop.records.tree.MAX_NESTING` is unreadable
     (and still names its ref, so a reset finds and removes it).
     """
     status, data, problem = read_bounded_object(path)

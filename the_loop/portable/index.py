@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.fsio import read_bytes, remove_file, write_text
-from the_loop.jsonrows import encode_row
+from the_loop.records.rows import encode_row
 
 _HEAD = '{"workItems": [\n'
 _TAIL = "\n]}\n"

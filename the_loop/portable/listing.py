@@ -1,6 +1,6 @@
 """Every portable record at once: the listable ones, and ``index.json`` derived from them.
 
-Reads go through the store's :class:`~the_loop.records.RecordDirectory`, so a
+Reads go through the store's :class:`~the_loop.records.directory.RecordDirectory`, so a
 snapshot serves them; :class:`~the_loop.portable.store.WorkItemStore` decides when the
 index gets one entry spliced in (after a write, when its stamp says it can be trusted)
 and when it is rebuilt from every record (otherwise, and once per batch).
@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_text
-from the_loop.jsonrows import rows_document
 from the_loop.portable.format import LoadedRecord, RecordSummary, Section, load_record, summarize
 from the_loop.portable.index import splice
-from the_loop.records import (
+from the_loop.records.directory import (
     RecordDirectory,
     disambiguated_name,
     is_named_for,
     name_rank,
     plain_name,
 )
+from the_loop.records.rows import rows_document
 from the_loop.ref import WorkItemRef
 
 #: (ref, file name, record) of one listable record.

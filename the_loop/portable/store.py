@@ -16,7 +16,6 @@ from pathlib import Path
 
 from the_loop.errors import describe_error, or_ignore_warnings
 from the_loop.fsio import DirectorySyncs, remove_file, write_json
-from the_loop.jsontree import copy_json
 from the_loop.layout import LegacyLayout
 from the_loop.portable.format import (
     CHANNELS,
@@ -45,7 +44,8 @@ from the_loop.portable.format import (
 )
 from the_loop.portable.index import IndexStamp
 from the_loop.portable.listing import RecordListing
-from the_loop.records import RecordDirectory
+from the_loop.records.directory import RecordDirectory
+from the_loop.records.tree import copy_json
 from the_loop.ref import RefLike, WorkItemRef, as_ref
 
 __all__ = [
@@ -168,7 +168,7 @@ class WorkItemStore:
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """A block in which each record file is listed and read at most once.
 
-        For read-only phases; see :meth:`~the_loop.records.RecordDirectory.snapshot`.
+        For read-only phases; see :meth:`~the_loop.records.directory.RecordDirectory.snapshot`.
         """
         return self._directory.snapshot()
 

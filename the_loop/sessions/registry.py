@@ -2,7 +2,7 @@
 
 One record per work item holds the handles of every session for it on this
 machine (the item's own and one per pull request). Every change is a locked
-read-modify-write through :class:`~the_loop.records.RecordDirectory`; a record
+read-modify-write through :class:`~the_loop.records.directory.RecordDirectory`; a record
 whose stored ref is another ref is never read, changed or removed.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Literal, cast
 
 from the_loop.errors import EXIT_USAGE, TheLoopError, or_ignore_warnings
-from the_loop.eventlog import EventLog, or_no_events, utc_timestamp
+from the_loop.eventlog.log import EventLog, or_no_events, utc_timestamp
 from the_loop.fsio import DirectorySyncs, locked, remove_file, write_json
-from the_loop.records import RecordDirectory, is_named_for, name_rank
+from the_loop.records.directory import RecordDirectory, is_named_for, name_rank
 from the_loop.ref import WorkItemRef, as_ref, ref_order
 from the_loop.sessions import changes
 from the_loop.sessions.record_file import RecordRead, read_record_file
@@ -50,7 +50,7 @@ def _stored_ref(read: RecordRead) -> str | None:
 class SessionRegistry:
     """Session records under ``root`` (``local/``), locked under ``locks_dir``.
 
-    ``locks_dir`` defaults as :class:`~the_loop.records.RecordDirectory` lays it out
+    ``locks_dir`` defaults as :class:`~the_loop.records.directory.RecordDirectory` lays it out
     (``StateLayout.local_locks_dir``). Events go to ``events`` when given;
     warnings about unreadable files go to ``on_warning``.
     """
@@ -90,7 +90,7 @@ class SessionRegistry:
     def snapshot(self) -> contextlib.AbstractContextManager[None]:
         """A block in which each record file is listed and read at most once.
 
-        For read-only phases; see :meth:`~the_loop.records.RecordDirectory.snapshot`.
+        For read-only phases; see :meth:`~the_loop.records.directory.RecordDirectory.snapshot`.
         """
         return self._directory.snapshot()
 

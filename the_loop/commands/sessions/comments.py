@@ -56,7 +56,7 @@ def post_keyword(
 
     The posted comment's URL (the ticket's when the API named none); None when not posted.
     """
-    from the_loop import github
+    from the_loop.github import poster as github
 
     named = context.config.get_str("integrations.github.tokenEnv", "")
     token = github.token_from_environment(os.environ, named)

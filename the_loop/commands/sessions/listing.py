@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from the_loop.dispatch.tmux import NAME_PATTERN, TmuxRunner
 
 if TYPE_CHECKING:
-    from the_loop.config import Config
+    from the_loop.config.file import Config
     from the_loop.sessions.session import Session
 
 GONE = "gone"

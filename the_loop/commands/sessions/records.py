@@ -37,7 +37,7 @@ from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import CLOSED, STATUSES, Session
 
 if TYPE_CHECKING:
-    from the_loop.repository_file import WorkItemStateFile
+    from the_loop.repofile.file import WorkItemStateFile
 
 LIST_HEADERS = [
     "WORK ITEM",
@@ -268,7 +268,7 @@ def _state_file_of(record: Session) -> WorkItemStateFile | None:
     """The work-item state file in the record's checkout, when the checkout has one."""
     if not record.cwd:
         return None
-    from the_loop.repository_file import WorkItemStateFile
+    from the_loop.repofile.file import WorkItemStateFile
 
     state_file = WorkItemStateFile(Path(record.cwd), record.work_item, on_warning=warn)
     return state_file if state_file.exists() else None

@@ -29,8 +29,8 @@ def ticket_facts(context: Context, ref: WorkItemRef) -> ItemFacts:
     body (and one warning) when they cannot be read. Other providers: the URL alone."""
     if ref.provider != "github":
         return ItemFacts(ref, url=ref.url)
-    from the_loop import github
-    from the_loop.github_replies import GitHubHTTPError
+    from the_loop.github import poster as github
+    from the_loop.github.replies import GitHubHTTPError
 
     named = context.config.get_str("integrations.github.tokenEnv", "")
     token = github.token_from_environment(os.environ, named)
@@ -53,8 +53,8 @@ def ticket_facts(context: Context, ref: WorkItemRef) -> ItemFacts:
 
 def _read_issue(api_url: str, token: str, ref: WorkItemRef) -> dict[str, Any]:
     """The issue (or pull request) as ``GET /repos/{o}/{r}/issues/{n}`` answers it."""
-    from the_loop.github_http import GitHubClient
-    from the_loop.github_replies import GitHubHTTPError
+    from the_loop.github.client import GitHubClient
+    from the_loop.github.replies import GitHubHTTPError
 
     owner, repo = (urllib.parse.quote(part, safe="") for part in (ref.owner, ref.repo))
     with GitHubClient(api_url, token) as client:

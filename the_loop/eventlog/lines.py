@@ -1,7 +1,7 @@
 """The event log's line format, shared by its writer and its readers.
 
 One event is one JSON object with an ``event`` key on one ``\\n``-terminated line;
-``level`` is one of :data:`LEVELS`. Both ``eventlog`` (writing) and ``eventquery``
+``level`` is one of :data:`LEVELS`. Both ``eventlog.log`` (writing) and ``eventlog.query``
 (reading) build on this module, so neither imports the other for it.
 """
 

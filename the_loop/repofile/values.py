@@ -1,4 +1,4 @@
-"""The values of the repository file (``repository_file.py``): the work item's state,
+"""The values of the repository file (``repofile/file.py``): the work item's state,
 its frozen choices and the pull requests delivering it, parsed and validated.
 
 Pure values: nothing here reads or writes a file. One unusable entry is skipped with a

@@ -15,12 +15,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from the_loop.errors import RemovalIncomplete, TheLoopError, describe_error
-from the_loop.eventlog import or_no_events
+from the_loop.eventlog.log import or_no_events
 from the_loop.portable.control import CLEANUP, SOURCES
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.eventlog import EventLog
+    from the_loop.eventlog.log import EventLog
     from the_loop.portable.control import ControlStore
     from the_loop.sessions.registry import SessionRegistry
     from the_loop.sessions.session import Session

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from the_loop.config import STATE_DIR_NAME
+from the_loop.config.file import STATE_DIR_NAME
 from the_loop.errors import UsageError
 
 if TYPE_CHECKING:
-    from the_loop.config import Config
+    from the_loop.config.file import Config
 
 ROOT_ENV_VAR = "THE_LOOP_STATE_ROOT"
 ROOT_KEY = "state.root"

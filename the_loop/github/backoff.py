@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from the_loop.github_replies import GitHubHTTPError, RateLimit
+from the_loop.github.replies import GitHubHTTPError, RateLimit
 
 #: What a request is for: the watched-set listing, the new-comments listing, the
 #: look-up of one item, or a POST.

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from the_loop import __version__
-from the_loop.comment_marker import AGENT_COMMENT_MARKER
 from the_loop.errors import TheLoopError
+from the_loop.github.marker import AGENT_COMMENT_MARKER
 from the_loop.ref import DEFAULT_GITHUB_HOST, WorkItemRef
 
 DEFAULT_API_URL = "https://api.github.com"

@@ -21,9 +21,9 @@ from the_loop.fsio import is_temp_name, read_object
 from the_loop.layout import LegacyLayout, StateLayout
 from the_loop.portable.format import parse_ref
 from the_loop.portable.store import CONTROL, GRAPH, POLL, SEALED, WorkItemStore
-from the_loop.records import is_named_for
+from the_loop.records.directory import is_named_for
 from the_loop.ref import WorkItemRef, is_record_file_name
-from the_loop.repository_file import (
+from the_loop.repofile.file import (
     LEGACY_STATE_FILE,
     SPECS_DIR,
     STATE_FILE,

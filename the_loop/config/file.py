@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from the_loop.config_defaults import default_bool, default_float, default_str
+from the_loop.config.defaults import default_bool, default_float, default_str
 from the_loop.errors import ELLIPSIS, QUOTE_LIMIT, UsageError, quoted
 
 ENV_VAR = "THE_LOOP_CLI_CONFIG"
@@ -48,7 +48,7 @@ class Config:
 
     def get_str(self, dotted: str, default: str | None = None) -> str:
         """The text at ``dotted``; ``default`` when absent, else the declared default
-        (:mod:`the_loop.config_defaults`), as for :meth:`get_bool` and :meth:`get_float`."""
+        (:mod:`the_loop.config.defaults`), as for :meth:`get_bool` and :meth:`get_float`."""
         fallback = default_str(dotted) if default is None else default
         value = self.get(dotted, fallback)
         return value if isinstance(value, str) else fallback
@@ -141,7 +141,7 @@ def _shown(path: Path) -> str:
     return text if text.isprintable() else quoted(text)
 
 
-SCHEMA_PATH = Path(__file__).parent / "schemas" / "cli-config.schema.json"
+SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "cli-config.schema.json"
 
 
 def _schema() -> dict[str, Any]:
@@ -154,7 +154,7 @@ def _key_path(parts: Sequence[Any]) -> str:
 
 def validate(data: Any, source: Path) -> None:
     """Raise :class:`ConfigError` naming file, key and problem when ``data`` is invalid."""
-    from the_loop.schema import Validator
+    from the_loop.config.schema import Validator
 
     first = next(Validator(_schema()).violations(data), None)
     if first is not None:
@@ -178,9 +178,9 @@ def load_file(path: Path) -> Config:
     """Read, parse and validate one config file; any problem is one :class:`ConfigError` line.
 
     At most :data:`MAX_CONFIG_BYTES` are read, as UTF-8; YAML nesting and alias
-    expansion are bounded (see :mod:`the_loop.config_yaml`).
+    expansion are bounded (see :mod:`the_loop.config.yaml`).
     """
-    from the_loop.config_yaml import YamlRefused, parse_yaml
+    from the_loop.config.yaml import YamlRefused, parse_yaml
 
     text = _read_text(path)
     try:

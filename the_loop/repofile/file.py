@@ -4,7 +4,7 @@
 
 It travels with the branch and holds pointers (where the work is), human decisions
 (``sessionPerPr``, ``model``, ``effort``, skips, ...) and the pull requests delivering
-the item (``state.md`` §7); its values are in :mod:`the_loop.repository_state`. The
+the item (``state.md`` §7); its values are in :mod:`the_loop.repofile.values`. The
 legacy name ``graph-state.json`` is read when the current file is absent and never
 written; a legacy ``session`` block is dropped.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from the_loop import fsio
 from the_loop.errors import TheLoopError, quoted
-from the_loop.eventlog import utc_timestamp
+from the_loop.eventlog.log import utc_timestamp
 from the_loop.ref import WorkItemRef
-from the_loop.repository_state import (
+from the_loop.repofile.values import (
     LEGACY_FROZEN_GRAPH_KEY,
     LEGACY_STATE_FILE,
     LINKED_BY,

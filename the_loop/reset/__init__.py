@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from the_loop.errors import CloseIncomplete, TheLoopError, describe_error, describe_unexpected
-from the_loop.eventlog import EventLog, or_no_events
+from the_loop.eventlog.log import EventLog, or_no_events
 from the_loop.fsio import DirectorySyncs
 from the_loop.portable.store import CHANNELS, CONTROL, POLL, PULL_REQUESTS, WorkItemStore
 from the_loop.ref import WorkItemRef

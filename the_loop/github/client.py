@@ -2,8 +2,8 @@
 
 Over ``http.client`` only: one kept-alive connection per host, reopened after a
 failure; a timeout on every connect and read; conditional GETs through an injected
-:class:`~the_loop.github_etags.EtagCache`; ``Link: rel="next"`` followed across
-pages. Every failure is one :class:`~the_loop.github_replies.GitHubHTTPError`
+:class:`~the_loop.github.etags.EtagCache`; ``Link: rel="next"`` followed across
+pages. Every failure is one :class:`~the_loop.github.replies.GitHubHTTPError`
 carrying the status, the ``retry-after`` and the rate limit; no message ever holds
 the token. The only module that imports ``http.client``.
 """
@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from the_loop.github import API_VERSION, DEFAULT_TIMEOUT_SECONDS, USER_AGENT
-from the_loop.github_etags import CachedPage, EtagCache, MemoryEtagCache, token_fingerprint
-from the_loop.github_replies import (
+from the_loop.github.etags import CachedPage, EtagCache, MemoryEtagCache, token_fingerprint
+from the_loop.github.poster import API_VERSION, DEFAULT_TIMEOUT_SECONDS, USER_AGENT
+from the_loop.github.replies import (
     GitHubHTTPError,
     GitHubResponse,
     Listing,
@@ -59,7 +59,7 @@ class GitHubClient:
     """A REST client for one API root and one token; close it (or use ``with``) when done.
 
     ``before_post`` is called before every POST (the spacing of
-    :class:`~the_loop.github_backoff.PostSpacer`). Raises :class:`GitHubHTTPError`
+    :class:`~the_loop.github.backoff.PostSpacer`). Raises :class:`GitHubHTTPError`
     for an API URL that is not plain http(s).
     """
 

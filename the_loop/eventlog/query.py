@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from the_loop.eventlines import LEVELS, iter_event_lines, parse_event_line
+from the_loop.eventlog.lines import LEVELS, iter_event_lines, parse_event_line
 from the_loop.fsio import open_regular
 from the_loop.ref import WorkItemRef
 

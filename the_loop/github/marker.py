@@ -1,6 +1,6 @@
 """The marker every comment the-loop posts carries, defined once for poster and poller.
 
-:func:`the_loop.github.post_issue_comment` puts it after the text of every body it
+:func:`the_loop.github.poster.post_issue_comment` puts it after the text of every body it
 posts; the poller settles a comment that carries it as the-loop's own, so it never
 runs the-loop's own words as a command. An HTML comment: invisible on GitHub.
 """

@@ -4,7 +4,7 @@ Each event is one compact JSON line appended whole by ``fsio.append_lines``, und
 the log's own ``flock``, so writers never interleave or glue onto a torn line. Nothing
 here rewrites or deletes the log; only a failed append of our own is cut back off.
 ``read_events`` (published) is a thin
-wrapper over ``eventquery``, which reads the lines through ``eventlines`` alone.
+wrapper over ``eventlog.query``, which reads the lines through ``eventlog.lines`` alone.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from the_loop.eventlines import LEVELS
+from the_loop.eventlog.lines import LEVELS
 from the_loop.fsio import append_lines
 
 ENVELOPE_KEYS = ("ts", "source", "event", "level", "pid")
@@ -172,10 +172,10 @@ class EventRead:
 def read_events(path: Path, **filters: Any) -> EventRead:
     """Every well-formed event in ``path`` that ``filters`` keep; corrupt lines are counted.
 
-    The published reader (``api.md``): :func:`the_loop.eventquery.query_events` with an
+    The published reader (``api.md``): :func:`the_loop.eventlog.query.query_events` with an
     ``EventFilter(**filters)`` (``types``, ``work_item``, ``source``, ``min_level``, ``since``).
     """
-    from the_loop.eventquery import EventFilter, query_events  # only a reader needs it
+    from the_loop.eventlog.query import EventFilter, query_events  # only a reader needs it
 
     result = query_events(path, EventFilter(**filters))
     return EventRead(events=list(result.events), corrupt=result.corrupt)
