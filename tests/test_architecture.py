@@ -90,6 +90,54 @@ def test_no_modules_of_the_package_import_each_other() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
+#: The root keeps the entry, the shared vocabulary and the shims (issue 17).
+ROOT_MODULES_AT_MOST = 12
+#: A command module reads argv and config, builds through a factory and renders.
+COMMAND_MODULE_LINES_AT_MOST = 300
+
+
+def test_no_room_may_import_a_room_of_a_higher_layer() -> None:
+    rooms = rooms_of_the_doc()
+    layers = {room.name: room.layer for room in rooms}
+    upward = {
+        room.name: sorted(name for name in room.may_import if layers[name] > room.layer)
+        for room in rooms
+    }
+    assert {name: up for name, up in upward.items() if up} == {}
+
+
+def test_the_intake_imports_no_reader_and_no_adapter_and_the_reader_feeds_it() -> None:
+    """A second reader needs no change to the intake: it reaches nothing above it."""
+    rooms = {room.name: room.may_import for room in rooms_of_the_doc()}
+    for above in ("poll reader", "adapters", "dispatch", "github", "commands"):
+        assert not allowed(rooms, "intake", above), above
+    assert allowed(rooms, "poll reader", "intake")
+    for above in ("adapters", "dispatch", "github", "commands"):
+        assert not allowed(rooms, "poll reader", above), above
+    imports = read_imports(PACKAGE)
+    assert any(
+        i.importer.startswith("the_loop.polling.") and i.imported.startswith("the_loop.intake.")
+        for i in imports
+    ), "the poll reader feeds the intake"
+
+
+def test_the_package_root_holds_at_most_twelve_modules() -> None:
+    shims = next(room for room in rooms_of_the_doc() if room.name == "shims")
+    at_root = sorted(path.name for path in PACKAGE.glob("*.py"))
+    shim_packages = sorted(entry for entry in shims.entries if entry.endswith("/"))
+    assert len(at_root) + len(shim_packages) <= ROOT_MODULES_AT_MOST, at_root + shim_packages
+
+
+def test_no_module_under_commands_is_over_three_hundred_lines() -> None:
+    commands = PACKAGE / "commands"
+    sizes = {
+        str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in commands.rglob("*.py")
+    }
+    large = {name: lines for name, lines in sizes.items() if lines > COMMAND_MODULE_LINES_AT_MOST}
+    assert large == {}
+
+
 # -- the checks themselves, on a throwaway package --------------------------------------
 
 ROOMS = """\
@@ -160,3 +208,26 @@ def test_a_module_in_no_room_is_found(tmp_path: Path) -> None:
     modules = package_modules(package)
     unplaced = [m for m in modules if not room_of(relative_path(m, modules), read_rooms(ROOMS))]
     assert unplaced == ["pkg.stray"]
+
+
+LAYERED_ROOMS = """\
+## Rooms and imports
+
+| room | layer | modules | may import |
+|---|---|---|---|
+| core | 0 | `__init__.py`, `base.py` | core |
+| domain | 1 | `verbs.py` | core, domain |
+| adapters | 2 | `tools/` | core, adapters |
+"""
+
+
+def test_a_layer_column_is_read_when_the_table_has_one() -> None:
+    layered, plain = read_rooms(LAYERED_ROOMS), read_rooms(ROOMS)
+    assert [(room.name, room.layer) for room in layered] == [
+        ("core", 0),
+        ("domain", 1),
+        ("adapters", 2),
+    ]
+    assert [(r.entries, r.may_import) for r in layered] == [
+        (r.entries, r.may_import) for r in plain
+    ]

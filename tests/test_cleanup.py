@@ -11,8 +11,8 @@ import pytest
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
+from the_loop.adapters.release import clean_up
 from the_loop.cleanup import CleanupOutcome, cleanup_work_item, tmux_names
-from the_loop.commands.sessions.release import clean_up
 from the_loop.config.file import Config
 from the_loop.dispatch.disposal import CheckoutDisposal
 from the_loop.dispatch.factory import build_dispatcher

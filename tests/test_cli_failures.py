@@ -16,7 +16,7 @@ from tests.helpers.unwritable import writes_refused
 from tests.test_sessions_integration import ITEM, Loop, register_argv
 from the_loop.cleanup import cleanup_work_item
 from the_loop.cli import main
-from the_loop.commands.sessions.lifecycle import cleanup_lines
+from the_loop.commands.sessions.cleanup import cleanup_lines
 from the_loop.dispatch.disposal import CheckoutDisposal
 from the_loop.errors import RemovalIncomplete
 from the_loop.eventlog.log import EventLog

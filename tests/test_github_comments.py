@@ -16,7 +16,7 @@ import pytest
 from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
 from tests.helpers.world import World
 from the_loop.github.poster import GitHubError, api_url_for, post_issue_comment
-from the_loop.polling.github_comment import AGENT_COMMENT_MARKER
+from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import Session
 

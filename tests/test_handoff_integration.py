@@ -20,13 +20,13 @@ from tests.helpers.gitrepo import git, make_remote
 from tests.helpers.tmuxsock import private_tmux_socket, wait_until
 from tests.helpers.world import World
 from the_loop.dispatch.tmux import TmuxRunner, tmux_session_name
+from the_loop.intake.routing import OWNER_FROM_PORTABLE, POLICY_FROM_REPOSITORY_FILE, Router
 from the_loop.portable.channels import ChannelState
 from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
 from the_loop.portable.store import PULL_REQUESTS
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.file import STATE_KEYS, WorkItemState, WorkItemStateFile
-from the_loop.routing import OWNER_FROM_PORTABLE, POLICY_FROM_REPOSITORY_FILE, Router
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 SAME_REPO_PR = WorkItemRef.parse("github:octo/app#16")

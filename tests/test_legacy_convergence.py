@@ -14,13 +14,13 @@ import pytest
 
 from tests.helpers.world import World
 from the_loop.attributes import ATTRIBUTES, MACHINE_FILE, OPERATOR_FILE
+from the_loop.intake.routing import POLICY_FROM_GRAPH_SECTION, POLICY_FROM_REPOSITORY_FILE, Router
 from the_loop.portable.channels import ChannelState
 from the_loop.portable.control import ControlStore
 from the_loop.portable.poll import PollState
 from the_loop.portable.store import GRAPH
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.file import STATE_KEYS, WorkItemState, WorkItemStateFile
-from the_loop.routing import POLICY_FROM_GRAPH_SECTION, POLICY_FROM_REPOSITORY_FILE, Router
 from the_loop.sessions.session import Session
 from the_loop.upgrade import find_retired
 

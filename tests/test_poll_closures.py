@@ -13,7 +13,7 @@ import pytest
 from tests.fake_github import FakeGitHub
 from tests.helpers.tmuxsock import wait_until
 from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F401 - fixtures
-from the_loop.commands.poll_ports import Actions
+from the_loop.adapters.actions import Actions
 from the_loop.ref import WorkItemRef
 
 TITLE = "Fix the wobbling widget"

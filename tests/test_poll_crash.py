@@ -29,7 +29,7 @@ from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixtu
 from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F401 - fixtures
 from the_loop.cli import main
 from the_loop.commands.poll import CRASH_AT_VARIABLE
-from the_loop.polling.delivery import DELIVERED_MARK
+from the_loop.intake.delivery import DELIVERED_MARK
 
 #: Where the poller dies, and what the comment's ledger row and the pane's mark are then.
 #: The paste and the mark are one tmux command list, which the tmux server runs as one

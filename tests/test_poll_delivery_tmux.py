@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from the_loop.dispatch.tmux import TmuxRunner
-from the_loop.polling.delivery import DELIVERED_MARK
-from the_loop.polling.ports import ItemFacts
-from the_loop.polling.prompt import render_prompt
+from the_loop.intake.delivery import DELIVERED_MARK
+from the_loop.intake.ports import ItemFacts
+from the_loop.intake.prompt import render_prompt
 from the_loop.ref import WorkItemRef
 
 NAME = "loop-github-octo-app-15"

@@ -14,7 +14,7 @@ from tests.fake_github import FakeGitHub, serve
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
-from the_loop.polling.github_comment import AGENT_COMMENT_MARKER
+from the_loop.intake.events import AGENT_COMMENT_MARKER
 
 TOKEN = "ghp_poll-test-token"
 REPO = "octo/app"

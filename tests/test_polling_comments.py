@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers.polling import BASE, REPOSITORY, comment, comment_json
-from the_loop.polling.comments import (
+from the_loop.intake.comments import (
     DELIVER_FROM,
     CommentPolicy,
     DeliverFrom,
@@ -19,9 +19,9 @@ from the_loop.polling.comments import (
     SessionState,
     classify_comment,
 )
-from the_loop.polling.github_comment import AGENT_COMMENT_MARKER, comment_from_json
-from the_loop.polling.keywords import KeywordGrammar
-from the_loop.polling.people import AuthorizedUsers, is_bot, login_key
+from the_loop.intake.events import AGENT_COMMENT_MARKER, comment_from_json
+from the_loop.intake.keywords import KeywordGrammar
+from the_loop.intake.people import AuthorizedUsers, is_bot, login_key
 from the_loop.ref import WorkItemRef
 
 POLICY = CommentPolicy(AuthorizedUsers.of(["Alice", "renovate[bot]"]))

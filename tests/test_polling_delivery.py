@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers.polling import comment
-from the_loop.polling.delivery import (
+from the_loop.intake.delivery import (
     CUT_AT,
     DELIVERED_MARK,
     buffer_name,

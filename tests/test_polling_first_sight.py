@@ -8,11 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers.polling import BASE, comment
-from the_loop.polling.comments import CommentPolicy
-from the_loop.polling.first_sight import OwedCommand, first_sight
-from the_loop.polling.github_comment import AGENT_COMMENT_MARKER
-from the_loop.polling.keywords import VERBS
-from the_loop.polling.people import AuthorizedUsers
+from the_loop.intake.comments import CommentPolicy
+from the_loop.intake.events import AGENT_COMMENT_MARKER
+from the_loop.intake.first_sight import OwedCommand, first_sight
+from the_loop.intake.keywords import VERBS
+from the_loop.intake.people import AuthorizedUsers
 
 POLICY = CommentPolicy(AuthorizedUsers.of(["alice"]))
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from the_loop.polling.keywords import VERBS, KeywordGrammar, KeywordScan, commanding_lines
+from the_loop.intake.keywords import VERBS, KeywordGrammar, KeywordScan, commanding_lines
 
 GRAMMAR = KeywordGrammar()
 

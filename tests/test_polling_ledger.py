@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from the_loop.polling.ledger import (
+from the_loop.intake.ledger import (
     HOUR_SECONDS,
     DeliveryEntry,
     DeliveryLedger,

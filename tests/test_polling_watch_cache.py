@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from the_loop.intake.watched import watched_set
 from the_loop.polling.watch_cache import (
     REFRESH_SECONDS,
     CachedItem,
@@ -18,7 +19,6 @@ from the_loop.polling.watch_cache import (
     rebuilt,
     with_item,
 )
-from the_loop.polling.watched import watched_set
 from the_loop.ref import WorkItemRef
 
 REPO = WorkItemRef.parse("github:octo/app#1")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from the_loop.polling.people import AuthorizedUsers
-from the_loop.polling.watched import (
+from the_loop.intake.people import AuthorizedUsers
+from the_loop.intake.watched import (
     ClosureAction,
     ClosureDecision,
     ItemState,

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from the_loop.portable.store import WorkItemStore
-from the_loop.ref import WorkItemRef
-from the_loop.repofile.file import WorkItemState, WorkItemStateFile
-from the_loop.routing import (
+from the_loop.intake.routing import (
     OWNER_FROM_PORTABLE,
     OWNER_FROM_REGISTRY,
     OWNER_IS_ITSELF,
@@ -20,6 +17,9 @@ from the_loop.routing import (
     Router,
     same_repository,
 )
+from the_loop.portable.store import WorkItemStore
+from the_loop.ref import WorkItemRef
+from the_loop.repofile.file import WorkItemState, WorkItemStateFile
 from the_loop.sessions.registry import SessionRegistry
 from the_loop.sessions.session import CLOSED, Session
 

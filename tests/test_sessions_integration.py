@@ -19,7 +19,8 @@ from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import kill_server, tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
 from the_loop.cli import build_parser
-from the_loop.commands.sessions.records import LIST_HEADERS, run_attach
+from the_loop.commands.sessions.attach import run_attach
+from the_loop.commands.sessions.records import LIST_HEADERS
 from the_loop.dispatch.tmux import TmuxRunner
 from the_loop.errors import TheLoopError
 from the_loop.ref import WorkItemRef

@@ -29,11 +29,13 @@ class Import:
 
 @dataclass(frozen=True)
 class Room:
-    """One row of the rooms table: its name, the module entries it owns, what it may import."""
+    """One row of the rooms table: its name, the module entries it owns, what it may
+    import, and its layer (0 when the table has no layer column)."""
 
     name: str
     entries: tuple[str, ...]
     may_import: frozenset[str]
+    layer: int = 0
 
     def owns(self, relative: str) -> bool:
         """Whether the module at ``relative`` (e.g. ``sessions/registry.py``) is in this room."""
@@ -131,7 +133,7 @@ _ROW = re.compile(r"^\|(?P<cells>.*)\|\s*$")
 
 
 def read_rooms(document: str, heading: str = "## Rooms and imports") -> list[Room]:
-    """The rooms table under ``heading``: ``| room | `module`, ... | room, ... |`` rows."""
+    """The rooms table under ``heading``: ``| room | [layer |] `module`, ... | room, ... |``."""
     lines = document.splitlines()
     start = lines.index(heading)
     rows: list[list[str]] = []
@@ -142,15 +144,19 @@ def read_rooms(document: str, heading: str = "## Rooms and imports") -> list[Roo
         if match:
             rows.append([cell.strip() for cell in match["cells"].split("|")])
     header, separator, *body = rows
-    if header != ["room", "modules", "may import"] or set("".join(separator)) != {"-"}:
+    layered = header == ["room", "layer", "modules", "may import"]
+    if not (layered or header == ["room", "modules", "may import"]) or set("".join(separator)) != {
+        "-"
+    }:
         raise AssertionError(f"the rooms table under {heading!r} lost its header: {header}")
     return [
         Room(
-            name=name,
-            entries=tuple(re.findall(r"`([^`]+)`", modules)),
-            may_import=frozenset(part.strip() for part in allowed.split(",")),
+            name=row[0],
+            entries=tuple(re.findall(r"`([^`]+)`", row[-2])),
+            may_import=frozenset(part.strip() for part in row[-1].split(",")),
+            layer=int(row[1]) if layered else 0,
         )
-        for name, modules, allowed in body
+        for row in body
     ]
 
 

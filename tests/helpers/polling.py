@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from the_loop.polling.github_comment import Comment, comment_from_json
+from the_loop.intake.events import Comment, comment_from_json
 from the_loop.ref import WorkItemRef
 
 REPOSITORY = WorkItemRef.parse("github:octo/app#1")

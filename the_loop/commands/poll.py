@@ -77,12 +77,12 @@ def run_poll(args: argparse.Namespace) -> Result:
 
 def _check_config(context: Context) -> None:
     """Exit 2 with nothing to watch; warn when nobody may command."""
-    from the_loop.commands.poll_ports import poll_settings
+    from the_loop.adapters.poll_factory import poll_settings
 
     settings = poll_settings(context.config)
     if not settings.repositories:
         raise UsageError("polling.repositories is empty: there is nothing to poll")
-    if settings.policy.authorized.nobody:
+    if settings.intake.policy.authorized.nobody:
         warn("routing.authorizedUsers is empty: no comment can command a session")
 
 
@@ -224,7 +224,7 @@ def _report_result(report: dict[str, Any]) -> Result:
 
 def _daemon(args: argparse.Namespace, stop: StopRequest) -> Result:
     """A cycle every interval from cycle start, until a stop request (exit 0)."""
-    from the_loop.commands.poll_ports import interval_seconds
+    from the_loop.adapters.poll_factory import interval_seconds
 
     cycles, cut_short = 0, False
     context = load_context(args)

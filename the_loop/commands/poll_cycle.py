@@ -7,29 +7,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from the_loop.adapters.github_reads import ClientReads
+from the_loop.adapters.poll_factory import interval_seconds, poll_settings, poll_wiring
 from the_loop.commands.common import Context, warn
-from the_loop.commands.poll_ports import (
-    CURSOR_FILE,
-    Actions,
-    ClientReads,
-    FileCursors,
-    interval_seconds,
-    live_sessions,
-    poll_settings,
-)
-from the_loop.commands.poll_watched import FileWatchCache
 from the_loop.commands.stores import open_dispatcher, open_stores
-from the_loop.github.backoff import Backoff, PostSpacer
-from the_loop.github.client import GitHubClient
-from the_loop.github.etags import FileEtagCache
+from the_loop.github.backoff import Backoff
 from the_loop.github.poster import token_from_environment
+from the_loop.intake.intake import Intake
 from the_loop.polling.cycle import run_cycle
-from the_loop.polling.ports import CyclePorts
-from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE
-from the_loop.portable.armed import ArmedRefs
-from the_loop.portable.poll import PollState
-
-DEFAULT_API_URL = "https://api.github.com"
 
 
 def github_token(context: Context) -> str:
@@ -52,42 +37,21 @@ def one_cycle(
     backoff = backoff or Backoff()
     settings = poll_settings(context.config)
     stores = open_stores(context, source="poll")
-    layout = context.layout
-    etags = FileEtagCache.for_layout(layout)
-    api = context.config.get_str("integrations.github.apiUrl", DEFAULT_API_URL) or DEFAULT_API_URL
-    actions = Actions(stores, open_dispatcher(context, stores), settings.prompt_template)
-    spacer = PostSpacer()
-    token = github_token(context)
-    with GitHubClient(api, token, etags=etags, before_post=spacer.wait_turn) as client:
-        reads = ClientReads(client)
-        ports = CyclePorts(
-            github=reads,
-            cursors=FileCursors(
-                layout.local_dir / CURSOR_FILE, layout.local_locks_dir / "poll-cursors.lock"
-            ),
-            sessions=lambda: live_sessions(stores),
-            armed=ArmedRefs(
-                stores.store,
-                layout.local_dir / ARMED_CACHE,
-                layout.local_locks_dir / "poll-armed.lock",
-                warn,
-            ),
-            control=actions.control,
-            close=actions.close,
-            end_endpoint=actions.end_endpoint,
-            deliver=actions.deliver,
-            pane_mark=actions.pane_mark,
-            emit=stores.events.emit,
-            clock=time.time,
-            warn=warn,
-            checkpoint=checkpoint,
-            should_stop=should_stop,
-            watch_cache=FileWatchCache.for_layout(layout),
-        )
-        counts = run_cycle(settings, ports, PollState(stores.store, registry=stores.registry))
+    dispatcher = open_dispatcher(context, stores)
+    wiring = poll_wiring(
+        context.config,
+        stores,
+        dispatcher,
+        token=github_token(context),
+        warn=warn,
+        checkpoint=checkpoint,
+        should_stop=should_stop,
+    )
+    with wiring as ports:
+        counts = run_cycle(settings, ports.reader, Intake(settings.intake, ports.intake))
         if not counts.deferred and not counts.failed and not counts.stopped:
-            etags.flush()  # only once every page read was handled: else it is read again
-        stats = client.stats
+            ports.etags.flush()  # only once every page read was handled: else it is read again
+        stats, reads = ports.client.stats, ports.reads
     backoff = _after(reads, backoff, stores.events.emit)
     interval = interval_seconds(context.config)
     now = time.time()

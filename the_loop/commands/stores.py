@@ -2,47 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from the_loop.adapters.stores import Stores, stores_at
 from the_loop.commands.common import Context, warn
-from the_loop.eventlog.log import EventLog
-from the_loop.layout import StateLayout, legacy_layout
-from the_loop.portable.control import ControlStore
-from the_loop.portable.store import WorkItemStore
-from the_loop.sessions.registry import SessionRegistry
 
 if TYPE_CHECKING:
     from the_loop.dispatch.dispatcher import Dispatcher
     from the_loop.dispatch.factory import Adapters
 
-
-@dataclass(frozen=True)
-class Stores:
-    """The registry, the portable store, the control store and the event log of one run."""
-
-    layout: StateLayout
-    registry: SessionRegistry
-    store: WorkItemStore
-    control: ControlStore
-    events: EventLog
+__all__ = ["Stores", "open_dispatcher", "open_stores"]
 
 
 def open_stores(context: Context, *, source: str = "sessions") -> Stores:
     """Open every store on ``context.layout``; warnings go to stderr."""
-    layout = context.layout
-    events = EventLog(layout.event_log, source=source)
-    registry = SessionRegistry(
-        layout.local_dir, locks_dir=layout.local_locks_dir, events=events, on_warning=warn
-    )
-    store = WorkItemStore(
-        layout.portable_dir,
-        legacy_layout(layout),
-        locks_dir=layout.portable_locks_dir,
-        on_warning=warn,
-    )
-    control = ControlStore(layout.portable_dir, legacy_layout(layout), store=store, events=events)
-    return Stores(layout=layout, registry=registry, store=store, control=control, events=events)
+    return stores_at(context.layout, source=source, on_warning=warn)
 
 
 def open_dispatcher(

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, cast
 
-from the_loop.polling.watched import ListedNumbers, open_item_from_json
+from the_loop.intake.watched import ListedNumbers, open_item_from_json
 from the_loop.ref import WorkItemRef
 
 FORMAT_VERSION = 1

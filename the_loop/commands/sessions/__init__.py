@@ -14,9 +14,9 @@ from the_loop.commands.common import state_dir_parent
 
 
 def _action_modules() -> tuple[ModuleType, ...]:
-    from the_loop.commands.sessions import lifecycle, records, reset
+    from the_loop.commands.sessions import cleanup, lifecycle, records, reset
 
-    return (records, lifecycle, reset)
+    return (records, lifecycle, cleanup, reset)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""``sessions close | start | pause | resume | stop | cleanup``: drive a session's life.
+"""``sessions close | start | pause | resume | stop``: drive a session's life.
 
 ``start``, ``pause``, ``resume`` and ``stop`` record the command in ``control``
 (source ``cli``, the OS user as actor; exactly one record per invocation) and
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
@@ -21,25 +20,28 @@ from the_loop.commands.common import (
     work_item_parent,
 )
 from the_loop.commands.render import Result
-from the_loop.commands.sessions.checkout_lines import checkout_line
 from the_loop.commands.sessions.comments import comment_parent, with_keyword_comment
 from the_loop.commands.sessions.known import require_known
-from the_loop.commands.sessions.release import clean_up, planned_cleanup
+from the_loop.commands.sessions.lifecycle_report import (
+    closed,
+    in_tmux,
+    reported,
+    session_facts,
+    started_line,
+)
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
-from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError
+from the_loop.errors import TheLoopError
 from the_loop.portable.control import PAUSE, RESUME, START, STOP
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import Session
 
 if TYPE_CHECKING:
-    from the_loop.cleanup import CleanupOutcome
-    from the_loop.dispatch.dispatcher import CloseReport, Dispatcher
-    from the_loop.dispatch.settings import DispatchSettings
+    from the_loop.dispatch.dispatcher import Dispatcher
 
 
 def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Register ``close``, ``start``, ``pause``, ``resume``, ``stop`` and ``cleanup``."""
+    """Register ``close``, ``start``, ``pause``, ``resume`` and ``stop``."""
     item, comment, formats = work_item_parent(), comment_parent(), format_parent()
     close = actions.add_parser(
         "close",
@@ -65,7 +67,7 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         const=False,
         help="kill the tmux session (default: routing.tmux.keepSessionOnClose)",
     )
-    _add_force(close)
+    add_force(close)
     close.set_defaults(func=run_close, keep_tmux=None)
     start = actions.add_parser(
         "start",
@@ -88,24 +90,12 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
             name, parents=[*parents, item, comment, formats], help=text, description=description
         )
         if name == "stop":
-            _add_force(parser)
+            add_force(parser)
         parser.set_defaults(func=run)
-    cleanup = actions.add_parser(
-        "cleanup",
-        parents=[*parents, item, formats],
-        help="release every local resource of a work item",
-        description="End every tmux session of the work item, remove its checkout(s) and "
-        "forget its session record, whatever the retention settings; record `cleanup`. "
-        "A checkout holding uncommitted changes or unpushed commits is kept unless --force.",
-    )
-    cleanup.add_argument(
-        "--dry-run", action="store_true", help="say what would be released; change nothing"
-    )
-    _add_force(cleanup)
-    cleanup.set_defaults(func=run_cleanup)
 
 
-def _add_force(parser: argparse.ArgumentParser) -> None:
+def add_force(parser: argparse.ArgumentParser) -> None:
+    """Add ``--force``: remove a checkout that holds work (``close``, ``stop``, ``cleanup``)."""
     parser.add_argument(
         "--force",
         action="store_true",
@@ -114,32 +104,6 @@ def _add_force(parser: argparse.ArgumentParser) -> None:
 
 
 # -- close and stop ----------------------------------------------------------
-
-
-def reported(ref: WorkItemRef, outcome: str, line: str, *more: str, **facts: Any) -> Result:
-    """The result of a one-item action: ``{"ref", "outcome", ...facts}`` and its text lines."""
-    item = {"ref": ref.ref, "outcome": outcome, **facts}
-    return Result(items=(item,), text=lambda: (line, *more))
-
-
-def _closed(
-    ref: WorkItemRef,
-    settings: DispatchSettings,
-    session: Session,
-    report: CloseReport,
-    keep: bool | None,
-) -> Result:
-    """The result of a close: its line, one line per checkout, the facts."""
-    line = _closed_line(settings, session, keep)
-    more = [checkout_line(ref.ref, done) for done in report.checkouts]
-    checkouts = [done.to_dict() for done in report.checkouts]
-    removed = report.checkout_removed
-    facts = {"checkoutRemoved": removed, "checkouts": checkouts, **_facts(session)}
-    return reported(ref, "closed", line, *more, **facts)
-
-
-def _facts(session: Session | None) -> dict[str, Any]:
-    return {"session": session.to_dict() if session is not None else None}
 
 
 def run_close(args: argparse.Namespace) -> Result:
@@ -156,7 +120,7 @@ def run_close(args: argparse.Namespace) -> Result:
         report = dispatcher.close_session(
             session, "sessions close", keep_tmux=args.keep_tmux, force=args.force
         )
-    return _closed(ref, dispatcher.settings, session, report, args.keep_tmux)
+    return closed(ref, dispatcher.settings, session, report, args.keep_tmux)
 
 
 def run_stop(args: argparse.Namespace) -> Result:
@@ -172,24 +136,16 @@ def run_stop(args: argparse.Namespace) -> Result:
         _record(context, stores, ref, STOP)
         if session is None or dispatcher is None:
             line = f"{ref.ref}: recorded stop; no live session on this machine"
-            facts: dict[str, Any] = {"checkoutRemoved": False, "checkouts": [], **_facts(None)}
+            facts: dict[str, Any] = {
+                "checkoutRemoved": False,
+                "checkouts": [],
+                **session_facts(None),
+            }
             result = reported(ref, "recorded", line, **facts)
         else:
             report = dispatcher.close_session(session, "stop", force=args.force)
-            result = _closed(ref, dispatcher.settings, session, report, None)
+            result = closed(ref, dispatcher.settings, session, report, None)
     return with_keyword_comment(result, args.comment, context, stores, ref, STOP)
-
-
-def _closed_line(settings: DispatchSettings, session: Session, keep: bool | None) -> str:
-    parts = [f"{session.ref}: closed the {session.harness or 'agent'} session"]
-    targets = [endpoint.tmux_target for endpoint in session.endpoints() if endpoint.tmux_target]
-    if targets:
-        kept = keep if keep is not None else settings.keep_session_on_close
-        names = ", ".join(targets)
-        parts.append(f"kept tmux {names} for its transcript" if kept else f"killed tmux {names}")
-    if session.cwd and settings.keep_checkout_on_close:
-        parts.append(f"kept its checkout {session.cwd}")
-    return "; ".join(parts)
 
 
 # -- start, pause, resume ----------------------------------------------------
@@ -214,10 +170,10 @@ def run_start(args: argparse.Namespace) -> Result:
             actor=context.actor,
             record_control=True,
         )
-        line = _started_line(spawned.session, spawned.checkout)
+        line = started_line(spawned.session, spawned.checkout)
         checkout = str(spawned.checkout) if spawned.checkout is not None else None
         kept = spawned.kept_transcript
-        facts = {"checkout": checkout, "keptTranscript": kept, **_facts(spawned.session)}
+        facts = {"checkout": checkout, "keptTranscript": kept, **session_facts(spawned.session)}
         result = reported(ref, "started", line, **facts)
         if kept:
             lines = [line, f"{ref.ref}: kept the previous transcript as tmux session {kept}"]
@@ -227,12 +183,14 @@ def run_start(args: argparse.Namespace) -> Result:
         _record(context, stores, ref, START)
         was = "paused" if session.is_paused else "ended"
         resumed = dispatcher.resume_session(session, actor=context.actor)
-        line = f"{ref.ref}: resumed the {was} {resumed.harness} session{_in_tmux(resumed)}"
-        result = reported(ref, "resumed", line, checkout=resumed.cwd, **_facts(resumed))
+        line = f"{ref.ref}: resumed the {was} {resumed.harness} session{in_tmux(resumed)}"
+        result = reported(ref, "resumed", line, checkout=resumed.cwd, **session_facts(resumed))
     else:
         _record(context, stores, ref, START)
-        line = f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}"
-        result = reported(ref, "already running", line, checkout=session.cwd, **_facts(session))
+        line = f"{ref.ref}: already running: {session.harness} session{in_tmux(session)}"
+        result = reported(
+            ref, "already running", line, checkout=session.cwd, **session_facts(session)
+        )
     return with_keyword_comment(result, args.comment, context, stores, ref, START)
 
 
@@ -249,17 +207,6 @@ def _agent_gone(dispatcher: Dispatcher, session: Session) -> bool:
     return bool(session.tmux_target) and dispatcher.liveness(session) in ("dead", "absent")
 
 
-def _started_line(session: Session, checkout: Path | None) -> str:
-    where = f" in {checkout}" if checkout is not None else ""
-    return f"{session.ref}: started {session.harness} session{_in_tmux(session)}{where}"
-
-
-def _in_tmux(session: Session) -> str:
-    ident = f" {session.harness_session_id}" if session.harness_session_id else ""
-    tmux = f" in tmux {session.tmux_target}" if session.tmux_target else ""
-    return ident + tmux
-
-
 def run_pause(args: argparse.Namespace) -> Result:
     """Record ``pause`` and pause the live session (after a spawn under way): deliveries
     are held."""
@@ -273,12 +220,14 @@ def run_pause(args: argparse.Namespace) -> Result:
     current = paused or stores.registry.find_by_work_item(ref)
     if paused is not None:
         line = f"{ref.ref}: paused the {paused.harness} session; events are held until resume"
-        result = reported(ref, "paused", line, **_facts(paused))
+        result = reported(ref, "paused", line, **session_facts(paused))
     elif current is not None and current.is_paused:
-        result = reported(ref, "already paused", f"{ref.ref}: already paused", **_facts(current))
+        result = reported(
+            ref, "already paused", f"{ref.ref}: already paused", **session_facts(current)
+        )
     else:
         line = f"{ref.ref}: recorded pause; no live session on this machine"
-        result = reported(ref, "recorded", line, **_facts(None))
+        result = reported(ref, "recorded", line, **session_facts(None))
     return with_keyword_comment(result, args.comment, context, stores, ref, PAUSE)
 
 
@@ -294,68 +243,19 @@ def run_resume(args: argparse.Namespace) -> Result:
     _record(context, stores, ref, RESUME)
     if session is None:
         line = f"{ref.ref}: recorded resume; no live session on this machine"
-        result = reported(ref, "recorded", line, **_facts(None))
+        result = reported(ref, "recorded", line, **session_facts(None))
     elif dispatcher is None:
-        line = f"{ref.ref}: already running: {session.harness} session{_in_tmux(session)}"
-        result = reported(ref, "already running", line, **_facts(session))
+        line = f"{ref.ref}: already running: {session.harness} session{in_tmux(session)}"
+        result = reported(ref, "already running", line, **session_facts(session))
     else:
         resumed = dispatcher.resume_session(session, actor=context.actor)
-        line = f"{ref.ref}: resumed the {resumed.harness} session{_in_tmux(resumed)}"
-        result = reported(ref, "resumed", line, **_facts(resumed))
+        line = f"{ref.ref}: resumed the {resumed.harness} session{in_tmux(resumed)}"
+        result = reported(ref, "resumed", line, **session_facts(resumed))
     return with_keyword_comment(result, args.comment, context, stores, ref, RESUME)
 
 
 def _record(context: Context, stores: Stores, ref: WorkItemRef, command: str) -> None:
     stores.control.record(ref, command, source="cli", actor=context.actor)
-
-
-# -- cleanup -----------------------------------------------------------------
-
-
-def run_cleanup(args: argparse.Namespace) -> Result:
-    """Release every local resource (or, with ``--dry-run``, say what would go); exit 1 when
-    a step failed."""
-    ref: WorkItemRef = args.work_item
-    context = load_context(args)
-    stores = open_stores(context)
-    dispatcher = open_dispatcher(context, stores)
-    require_known(stores, ref, lambda: dispatcher)
-    if args.dry_run:
-        outcome = planned_cleanup(dispatcher, ref, force=args.force)
-    else:
-        with stores.registry.spawn_lock(ref):  # after a spawn under way, not during it
-            outcome = clean_up(dispatcher, ref, actor=context.actor, source="cli", force=args.force)
-    return Result(
-        items=(outcome.to_dict(),),
-        text=lambda: cleanup_lines(outcome),
-        summary={"dryRun": outcome.dry_run},
-        errors=tuple(f"{outcome.ref}: {problem}" for problem in outcome.errors),
-        exit_code=EXIT_FAILED if outcome.errors else EXIT_OK,
-    )
-
-
-def cleanup_lines(outcome: CleanupOutcome) -> list[str]:
-    """The text report of a cleanup (its errors are the result's, printed after)."""
-    ref, dry = outcome.ref, outcome.dry_run
-    end, remove = ("would end", "would remove") if dry else ("ended", "removed")
-    lines = [f"{ref}: {end} tmux session {name}" for name in outcome.tmux_killed]
-    lines += [checkout_line(ref, done, dry_run=dry) for done in outcome.checkouts]
-    if outcome.record_removed:
-        lines.append(f"{ref}: {remove} the session record")
-    return [*lines, f"{ref}: {_cleanup_verdict(outcome, released=bool(lines))}"]
-
-
-def _cleanup_verdict(outcome: CleanupOutcome, *, released: bool) -> str:
-    """The last line: never "nothing to release" or "cleaned up" when a step failed."""
-    failed = len(outcome.errors)
-    steps = f"{failed} step failed" if failed == 1 else f"{failed} steps failed"
-    if failed and outcome.dry_run:
-        return f"dry run incomplete: {steps} (nothing was changed)"
-    if failed:
-        return f"partly cleaned up: {steps}" if released else f"not cleaned up: {steps}"
-    if not released:
-        return "nothing local to release"
-    return "would clean up (dry run — nothing was changed)" if outcome.dry_run else "cleaned up"
 
 
 _KEYWORD_ACTIONS = (

@@ -1,9 +1,9 @@
-"""``sessions register | link-pr | list | attach``: read and write session records.
+"""``sessions register | list``: write and read session records.
 
 ``list`` only reads the stores (one read per local record and one per portable
 record) and asks tmux once for every session's state (``sessions/listing.py``): it
-never builds the dispatcher. ``attach`` hands the terminal to ``tmux attach-session``
-through an injectable ``execvp``.
+never builds the dispatcher. ``link-pr`` and ``attach`` have modules of their own,
+registered here between ``register`` and ``list`` and after ``list``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import contextlib
 import gc
 import os
 import re
-import sys
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from the_loop.commands.common import (
     describe_root,
@@ -26,18 +25,15 @@ from the_loop.commands.common import (
     path_argument,
     warn,
     work_item_parent,
-    work_item_type,
 )
 from the_loop.commands.render import Result, table_lines
+from the_loop.commands.sessions import attach, link_pr
 from the_loop.commands.sessions.listing import listed_rows, tmux_states, transcripts
-from the_loop.commands.stores import Stores, open_dispatcher, open_stores
+from the_loop.commands.stores import Stores, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
-from the_loop.errors import TheLoopError, UsageError, describe_error
+from the_loop.errors import UsageError
 from the_loop.ref import WorkItemRef
-from the_loop.sessions.session import CLOSED, STATUSES, Session
-
-if TYPE_CHECKING:
-    from the_loop.repofile.file import WorkItemStateFile
+from the_loop.sessions.session import STATUSES, Session
 
 LIST_HEADERS = [
     "WORK ITEM",
@@ -50,19 +46,15 @@ LIST_HEADERS = [
     "AGENT",
     "CHECKOUT",
 ]
-_NUMBER = re.compile(r"#?([0-9]+)\Z")
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]*\Z")
-
-#: ``os.execvp``-like: replaces the process (a test passes a recorder).
-Exec = Callable[[str, list[str]], Any]
 
 
 def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Register ``register``, ``link-pr``, ``list`` and ``attach``."""
     _add_register(actions, parents)
-    _add_link_pr(actions, parents)
+    link_pr.add_parsers(actions, parents)
     _add_list(actions, parents)
-    _add_attach(actions, parents)
+    attach.add_parsers(actions, parents)
 
 
 def _add_register(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -93,24 +85,6 @@ def _add_register(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run_register)
 
 
-def _add_link_pr(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
-    parser = actions.add_parser(
-        "link-pr",
-        parents=[*parents, work_item_parent(), format_parent()],
-        help="record a pull request as delivering a work item",
-        description="Link a pull request to the work item's session record, its work-item "
-        "state file and its portable record. Linking twice changes nothing.",
-    )
-    parser.add_argument(
-        "--pull-request",
-        metavar="REF|N",
-        type=pull_request_type,
-        required=True,
-        help="the pull request: a ref, or N / #N for a number in the work item's repository",
-    )
-    parser.set_defaults(func=run_link_pr)
-
-
 def _add_list(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser = actions.add_parser(
         "list",
@@ -129,21 +103,6 @@ def _add_list(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run_list)
 
 
-def _add_attach(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
-    parser = actions.add_parser(
-        "attach",
-        parents=[*parents, work_item_parent()],
-        help="attach the terminal to a work item's tmux session",
-        description="Run `tmux attach-session` on the work item's session (read-only when "
-        "the session is closed). A pull request with a tmux session of its own is attached "
-        "to directly.",
-    )
-    parser.add_argument(
-        "--read-only", action="store_true", help="attach read-only (tmux attach-session -r)"
-    )
-    parser.set_defaults(func=run_attach)
-
-
 def session_id_type(text: str) -> str:
     """argparse ``type=`` for a harness session id: one printable token, not an option."""
     if not _SESSION_ID.match(text):
@@ -152,17 +111,6 @@ def session_id_type(text: str) -> str:
             "starting with a letter or digit"
         )
     return text
-
-
-def pull_request_type(text: str) -> WorkItemRef | int:
-    """argparse ``type=`` for ``--pull-request``: a ref, or a number (``N`` or ``#N``)."""
-    match = _NUMBER.match(text)
-    if match is None:
-        return work_item_type(text)
-    number = int(match.group(1))
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"invalid pull request number {text!r}: must be positive")
-    return number
 
 
 # -- register ----------------------------------------------------------------
@@ -201,77 +149,6 @@ def _warn_when_harness_missing(config: Any, harness: str) -> None:
     adapter = harnesses_from_config(config).get(harness)
     if adapter is not None and not adapter.available():
         warn(f"the {harness} binary {adapter.binary!r} is not on PATH; registering anyway")
-
-
-# -- link-pr -----------------------------------------------------------------
-
-
-def run_link_pr(args: argparse.Namespace) -> Result:
-    """Link a pull request to the work item: registry, portable record, state file.
-
-    An unreadable state file fails before anything is written; a later failure
-    names the records already linked and the one that was not.
-    """
-    owner: WorkItemRef = args.work_item
-    given: WorkItemRef | int = args.pull_request
-    pr = owner.with_number(given) if isinstance(given, int) else given
-    if pr == owner:
-        raise UsageError(f"{pr.ref} cannot be linked to itself")
-    stores = open_stores(load_context(args))
-    before = stores.registry.find_by_work_item(owner, include_closed=True)
-    if before is None:
-        raise _no_record(owner)
-    state_file = _state_file_of(before)
-    if state_file is not None:
-        state_file.load()  # unreadable: fails here, with nothing written
-    _link_everywhere(stores, owner, pr, state_file)
-    outcome = "already linked" if before.owns(pr) else "linked"
-    line = f"{owner.ref}: {outcome} pull request {pr.ref}"
-    item = {"ref": owner.ref, "outcome": outcome, "pullRequest": pr.ref}
-    return Result(items=(item,), text=lambda: (line,))
-
-
-def _no_record(owner: WorkItemRef) -> TheLoopError:
-    return TheLoopError(
-        f"{owner.ref} has no session record on this machine; start or register one first"
-    )
-
-
-def _link_everywhere(
-    stores: Stores, owner: WorkItemRef, pr: WorkItemRef, state_file: WorkItemStateFile | None
-) -> None:
-    """Registry, then portable ledger, then state file; a failure names what was applied."""
-    from the_loop.portable.poll import PollState
-
-    applied: list[str] = []
-    step = "the session record"
-    try:
-        if stores.registry.link_pull_request(owner, pr) is None:
-            raise _no_record(owner)
-        applied.append(step)
-        step = "the portable record"
-        PollState(stores.store, registry=stores.registry).own(pr, owner)
-        applied.append(step)
-        if state_file is not None:
-            step = f"the work item state file {state_file.path}"
-            state_file.link_pr(pr)
-    except (TheLoopError, OSError, ValueError) as error:
-        if not applied:
-            raise
-        raise TheLoopError(
-            f"{owner.ref}: linked pull request {pr.ref} in {' and '.join(applied)} only; "
-            f"not in {step}: {describe_error(error)}"
-        ) from error
-
-
-def _state_file_of(record: Session) -> WorkItemStateFile | None:
-    """The work-item state file in the record's checkout, when the checkout has one."""
-    if not record.cwd:
-        return None
-    from the_loop.repofile.file import WorkItemStateFile
-
-    state_file = WorkItemStateFile(Path(record.cwd), record.work_item, on_warning=warn)
-    return state_file if state_file.exists() else None
 
 
 # -- list --------------------------------------------------------------------
@@ -325,56 +202,3 @@ def reading_every_record(stores: Stores) -> Generator[None]:
 def _last_command(stores: Stores, session: Session) -> str | None:
     entry = stores.control.get(session.work_item)
     return entry.command if entry is not None else None
-
-
-# -- attach ------------------------------------------------------------------
-
-
-def run_attach(args: argparse.Namespace, execvp: Exec = os.execvp) -> Result:
-    """Replace this process with ``tmux attach-session`` on the work item's session.
-
-    Read-only when asked or when the session is closed. ``TheLoopError`` (exit 1)
-    when there is no record, no tmux target, or the tmux session is gone.
-    """
-    ref: WorkItemRef = args.work_item
-    context = load_context(args)
-    stores = open_stores(context)
-    session = _attachable(stores, ref)
-
-    dispatcher = open_dispatcher(context, stores)
-    state = dispatcher.liveness(session)
-    if state == "absent":
-        raise TheLoopError(
-            f"{ref.ref}: tmux session {session.tmux_target} is gone; "
-            "`the-loop sessions start` starts a new one"
-        )
-    if state == "unknown":
-        raise TheLoopError(f"{ref.ref}: tmux did not answer about {session.tmux_target}")
-    read_only = bool(args.read_only) or session.status == CLOSED
-    if read_only and not args.read_only:
-        note(f"{ref.ref}: the session is closed: attaching read-only")
-    argv = dispatcher.attach_argv(session, read_only=read_only)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        execvp(argv[0], argv)
-    except OSError as error:
-        raise TheLoopError(f"cannot run {argv[0]}: {error.strerror or error}") from error
-    return Result()
-
-
-def _attachable(stores: Stores, ref: WorkItemRef) -> Session:
-    """The record (or a PR's own endpoint) to attach to; ``TheLoopError`` when none has tmux."""
-    session = stores.registry.find_by_work_item(ref, include_closed=True)
-    if session is None:
-        owner = stores.registry.record_owning(ref)
-        endpoint = owner.endpoint_for(ref) if owner is not None else None
-        session = endpoint if endpoint is not None and endpoint.tmux_target else owner
-    if session is None:
-        raise TheLoopError(f"{ref.ref} has no session record on this machine")
-    if not session.tmux_target:
-        raise TheLoopError(
-            f"{session.ref}: its {session.harness or 'agent'} session has no tmux session "
-            "(registered by hand?): attach to it where it runs"
-        )
-    return session

@@ -8,23 +8,20 @@ the dispatcher only when a live session is actually found, never on a dry run.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import format_parent, warn, work_item_type
 from the_loop.commands.render import Result
-from the_loop.errors import EXIT_FAILED, EXIT_OK, CloseIncomplete, TheLoopError, describe_error
+from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, describe_error
 
 if TYPE_CHECKING:
     from the_loop.commands.common import Context
     from the_loop.commands.stores import Stores
-    from the_loop.dispatch.dispatcher import Dispatcher
     from the_loop.dispatch.disposal import CheckoutDisposal
     from the_loop.dispatch.factory import Adapters
     from the_loop.ref import WorkItemRef
     from the_loop.reset import ResetOutcome
-    from the_loop.sessions.session import Session
 
 NOTHING_AT_ALL = "nothing to reset: this machine holds no work-item state"
 
@@ -60,70 +57,6 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="remove a live item's checkout even when it holds uncommitted or unpushed work",
     )
     parser.set_defaults(func=run)
-
-
-class LazyClose:
-    """The close callable: builds the dispatcher on the first live session, once.
-
-    ``checkouts`` says, per ref, what each close did with the item's checkouts.
-    """
-
-    def __init__(
-        self,
-        build: Callable[[], Dispatcher],
-        on_unavailable: Callable[[str], None],
-        *,
-        force: bool = False,
-    ) -> None:
-        self._build = build
-        self._on_unavailable = on_unavailable
-        self._force = force
-        self._dispatcher: Dispatcher | None = None
-        self._problem = ""
-        self.checkouts: dict[str, tuple[CheckoutDisposal, ...]] = {}
-
-    def __call__(self, session: Session) -> bool:
-        if self._dispatcher is None and not self._problem:
-            try:
-                self._dispatcher = self._build()
-            except TheLoopError as error:
-                self._problem = str(error)
-                self._on_unavailable(self._problem)
-        if self._dispatcher is None:
-            raise TheLoopError(f"the dispatcher is unavailable: {self._problem}")
-        from the_loop.dispatch.teardown import SessionCloseError
-
-        try:
-            report = self._dispatcher.close_session(session, reason="reset", force=self._force)
-        except SessionCloseError as error:
-            self.checkouts[session.ref] = error.checkouts
-            raise
-        self.checkouts[session.ref] = report.checkouts
-        removed = report.checkout_removed
-        running = [
-            endpoint.tmux_target
-            for endpoint in session.endpoints()
-            if endpoint.tmux_target
-            and self._dispatcher.tmux.liveness(endpoint.tmux_target) == "live"
-        ]
-        if running:
-            raise HarnessStillRunning(session, running, checkout_removed=removed)
-        return removed
-
-
-class HarnessStillRunning(CloseIncomplete):
-    """The close path left an agent running (``killHarnessOnClose`` is false).
-
-    ``checkout_removed`` says whether the close removed a checkout all the same.
-    """
-
-    def __init__(self, session: Session, targets: list[str], *, checkout_removed: bool) -> None:
-        super().__init__(
-            f"the agent still runs in tmux {', '.join(targets)} "
-            "(routing.tmux.killHarnessOnClose is false); "
-            f"`the-loop sessions cleanup --work-item {session.ref}` ends it",
-            checkout_removed=checkout_removed,
-        )
 
 
 def _unique(refs: list[WorkItemRef]) -> list[WorkItemRef]:
@@ -235,6 +168,7 @@ def _reset_all(
     syncs), which concern no single item, and per ref what the close did with its
     checkouts. An item that raises gets that as its error; the others are still reset.
     """
+    from the_loop.commands.sessions.reset_close import LazyClose, RunningHarnesses
     from the_loop.commands.stores import open_dispatcher
     from the_loop.errors import describe_unexpected
     from the_loop.fsio import DirectorySyncs
@@ -276,24 +210,6 @@ def _reset_all(
     except OSError as error:
         problems.append(f"could not make the removals durable: {describe_error(error)}")
     return outcomes, problems, close.checkouts if close is not None else {}
-
-
-class RunningHarnesses:
-    """Whether a closed record's harness still runs in tmux (one tmux call, made lazily)."""
-
-    def __init__(self, adapters: Adapters) -> None:
-        self._adapters = adapters
-        self._live: set[str] | None = None
-        self._asked = False
-
-    def __call__(self, session: Session) -> bool:
-        targets = {endpoint.tmux_target for endpoint in session.endpoints() if endpoint.tmux_target}
-        if not targets:
-            return False
-        if not self._asked:
-            self._asked = True
-            self._live = self._adapters.tmux.live_sessions()
-        return bool(self._live and targets & self._live)
 
 
 def _planned_checkouts(

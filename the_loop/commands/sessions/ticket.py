@@ -14,8 +14,8 @@ import urllib.parse
 from typing import Any, cast
 
 from the_loop.commands.common import Context, warn
-from the_loop.polling.ports import ItemFacts
-from the_loop.polling.prompt import render_prompt
+from the_loop.intake.ports import ItemFacts
+from the_loop.intake.prompt import render_prompt
 from the_loop.ref import WorkItemRef
 
 

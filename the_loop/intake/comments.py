@@ -14,9 +14,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from the_loop.polling.github_comment import Comment
-from the_loop.polling.keywords import KeywordGrammar
-from the_loop.polling.people import AuthorizedUsers, is_bot
+from the_loop.intake.events import Comment
+from the_loop.intake.keywords import KeywordGrammar
+from the_loop.intake.people import AuthorizedUsers, is_bot
 
 DeliverFrom = Literal["authorized", "anyone"]
 DELIVER_FROM: tuple[DeliverFrom, ...] = ("authorized", "anyone")

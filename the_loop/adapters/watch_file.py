@@ -19,7 +19,7 @@ from the_loop.polling.watch_cache import FORMAT_VERSION, RepositoryListing
 
 
 class FileWatchCache:
-    """:class:`~the_loop.polling.ports.WatchCache` over one JSON file."""
+    """:class:`~the_loop.polling.reads.WatchCache` over one JSON file."""
 
     def __init__(self, path: Path, lock_path: Path) -> None:
         self.path = path

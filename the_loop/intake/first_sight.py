@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from the_loop.polling.comments import CommentPolicy
-from the_loop.polling.github_comment import Comment
+from the_loop.intake.comments import CommentPolicy
+from the_loop.intake.events import Comment
 from the_loop.portable.control import PAUSE, RESUME
 
 #: The verbs that only hold or release a session; every other verb decides its life.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
 
-from the_loop.polling.people import AuthorizedUsers
+from the_loop.intake.people import AuthorizedUsers
 from the_loop.ref import WorkItemRef
 
 

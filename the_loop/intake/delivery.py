@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from the_loop.polling.github_comment import Comment
+from the_loop.intake.events import Comment
 
 CUT_AT = 3500
 TAB_WIDTH = 4

@@ -8,8 +8,8 @@ characters dropped.
 
 from __future__ import annotations
 
-from the_loop.polling.delivery import CUT_AT, clean_text
-from the_loop.polling.ports import ItemFacts
+from the_loop.intake.delivery import CUT_AT, clean_text
+from the_loop.intake.ports import ItemFacts
 
 DEFAULT_TEMPLATE = (
     "You are working on {url}: {title}\n\n"

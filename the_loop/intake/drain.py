@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from the_loop.errors import TheLoopError
-from the_loop.polling.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
-from the_loop.polling.github_comment import AGENT_COMMENT_MARKER
-from the_loop.polling.ledger import (
+from the_loop.intake.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
+from the_loop.intake.events import AGENT_COMMENT_MARKER
+from the_loop.intake.ledger import (
     DeliveryEntry,
     DeliveryLedger,
     DeliveryState,
@@ -22,7 +22,7 @@ from the_loop.polling.ledger import (
     Verdict,
     breaker,
 )
-from the_loop.polling.ports import CycleCounts, CyclePorts, LiveSession, PollSettings
+from the_loop.intake.ports import CycleCounts, IntakePorts, IntakeSettings, LiveSession
 from the_loop.portable.poll import DELIVERIES, Ledger, PollState
 from the_loop.ref import WorkItemRef
 
@@ -74,8 +74,8 @@ def drain(
     session: LiveSession,
     *,
     polls: PollState,
-    ports: CyclePorts,
-    settings: PollSettings,
+    ports: IntakePorts,
+    settings: IntakeSettings,
     counts: CycleCounts,
 ) -> None:
     """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in order."""
@@ -115,9 +115,9 @@ def _attempt(
     ledger: DeliveryLedger,
     comment_id: int,
     text: str,
-    ports: CyclePorts,
+    ports: IntakePorts,
     polls: PollState,
-    settings: PollSettings,
+    settings: IntakeSettings,
 ) -> DeliveryLedger:
     """One attempt: pending → paste+mark → delivered (or back to waiting, or given up)."""
     ports.checkpoint("before-pending")
@@ -148,7 +148,7 @@ def _settle(
     ledger: DeliveryLedger,
     resolutions: tuple[Resolution, ...],
     polls: PollState,
-    ports: CyclePorts,
+    ports: IntakePorts,
 ) -> DeliveryLedger:
     """Write ``resolutions``; each give-up posts one marked comment and emits its event."""
     settled = ledger.apply(resolutions)
@@ -159,7 +159,7 @@ def _settle(
     return settled
 
 
-def _give_up_notice(ref: WorkItemRef, resolution: Resolution, ports: CyclePorts) -> None:
+def _give_up_notice(ref: WorkItemRef, resolution: Resolution, ports: IntakePorts) -> None:
     body = (
         f"{AGENT_COMMENT_MARKER}\nthe-loop gave up delivering comment "
         f"{resolution.comment_id} to the agent: {resolution.why}."
@@ -178,8 +178,8 @@ def _breaker_open(
     ref: WorkItemRef,
     rows: list[Row],
     polls: PollState,
-    ports: CyclePorts,
-    settings: PollSettings,
+    ports: IntakePorts,
+    settings: IntakeSettings,
 ) -> bool:
     """True when the session had its hour's deliveries; the first time, a notice and an event."""
     times = [float(r["at"]) for r in polls.deliveries(ref) if isinstance(r.get("at"), int | float)]
@@ -213,14 +213,14 @@ def _mark_breaker(open_now: bool) -> Callable[[Ledger], None]:
     return change
 
 
-def _post(ref: WorkItemRef, body: str, ports: CyclePorts) -> None:
+def _post(ref: WorkItemRef, body: str, ports: IntakePorts) -> None:
     try:
         posted = ports.github.post_comment(ref, body)
     except TheLoopError as error:
         ports.warn(f"{ref.ref}: could not post a notice: {error}")
         return
     if posted is not None:
-        ports.cursors.remember_posted(posted)
+        ports.posted.remember_posted(posted)
 
 
 __all__ = ["DELIVERED_MARK", "drain", "ledger_of", "store_ledger"]

@@ -1,0 +1,260 @@
+"""The intake driven by plain values alone: no HTTP and no poll cycle, only what a reader
+would hand it (``IssueComment`` and ``Issue`` values, a watched listing, what it knows of
+the items), over the real stores, a real dispatcher, real tmux and real git.
+
+This is the seam a second reader (the webhook) uses: a command spawns the agent, a
+comment reaches its pane once, a delivery cut short by a crash at any step is neither
+lost nor repeated by the next intake, and a closed item ends its session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.gitrepo import make_remote
+from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
+from tests.helpers.world import World
+from the_loop.adapters.actions import Actions, live_sessions
+from the_loop.commands.stores import open_dispatcher
+from the_loop.intake.comments import CommentPolicy
+from the_loop.intake.events import Issue, IssueComment
+from the_loop.intake.intake import Intake
+from the_loop.intake.people import AuthorizedUsers
+from the_loop.intake.ports import IntakePorts, IntakeSettings
+from the_loop.intake.watched import ListedNumbers
+from the_loop.portable.poll import PollState
+from the_loop.ref import WorkItemRef
+
+REPO = "octo/app"
+ITEM = WorkItemRef.parse("github:octo/app#15")
+TITLE = "Fix the wobbling widget"
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+class Crash(BaseException):
+    """The process dying at a checkpoint: nothing after it runs, nothing catches it."""
+
+
+@dataclass
+class PlainGitHub:
+    """What the intake asks of GitHub, answered from memory (no HTTP)."""
+
+    threads: dict[WorkItemRef, list[IssueComment]] = field(default_factory=dict)
+    posts: list[tuple[WorkItemRef, str]] = field(default_factory=list)
+
+    def thread(self, ref: WorkItemRef) -> Sequence[IssueComment]:
+        return list(self.threads.get(ref, []))
+
+    def item(self, ref: WorkItemRef) -> Issue:
+        return Issue(ref, True, title=TITLE, url=f"https://github.com/{REPO}/issues/15")
+
+    def post_comment(self, ref: WorkItemRef, body: str) -> int | None:
+        self.posts.append((ref, body))
+        return 900_000 + len(self.posts)
+
+
+@dataclass
+class Posted:
+    ids: set[int] = field(default_factory=set)
+
+    def posted(self) -> frozenset[int]:
+        return frozenset(self.ids)
+
+    def remember_posted(self, comment_id: int) -> None:
+        self.ids.add(comment_id)
+
+
+@dataclass
+class Known:
+    """What a reader knows of the repository's items: the changed ones, the rest open."""
+
+    changed: Mapping[WorkItemRef, Issue] = field(default_factory=dict)
+    looked_up: list[WorkItemRef] = field(default_factory=list)
+
+    def known_open(self, ref: WorkItemRef) -> bool | None:
+        issue = self.changed.get(ref)
+        return True if issue is None else issue.is_open
+
+    def look_up(self, ref: WorkItemRef) -> Issue:
+        self.looked_up.append(ref)
+        return self.changed.get(ref) or Issue(ref, True)
+
+
+def comment(comment_id: int, body: str, *, login: str = "alice", minutes: int = 0) -> IssueComment:
+    at = T0 + timedelta(minutes=minutes)
+    url = f"https://github.com/{REPO}/issues/15#issuecomment-{comment_id}"
+    return IssueComment(comment_id, ITEM, login, "User", body, url, at, at)
+
+
+class SeamWorld(World):
+    """A state root whose config runs a stand-in agent that writes what it reads to a file."""
+
+    def __init__(self, tmp_path: Path, socket: str) -> None:
+        super().__init__(tmp_path, source="test")
+        self.agent_file = tmp_path / "agent-read.txt"
+        self.github = PlainGitHub()
+        self.posted = Posted()
+        self.checkpoints: list[str] = []
+        self.crash_at = ""
+        agent = [
+            "bash",
+            "-c",
+            'printf "PROMPT %s\\n" "$1" > "$2"; exec cat >> "$2"',
+            "agent",
+            "{prompt}",
+            str(self.agent_file),
+        ]
+        self.configure(
+            {
+                "routing": {
+                    "defaultHarness": "command",
+                    "harnesses": {"command": {"argv": agent}},
+                    "authorizedUsers": ["alice"],
+                    "workspace": {
+                        "root": str(tmp_path / "workspaces"),
+                        "repositories": {REPO: str(make_remote(tmp_path, "app"))},
+                    },
+                    "tmux": {"socket": socket, "harnessKillGraceSeconds": 3},
+                },
+            }
+        )
+
+    def intake(self) -> Intake:
+        """A fresh intake over the same stores, as a new process would build it."""
+        stores = self.stores
+        actions = Actions(stores, open_dispatcher(self.context, stores), "Ticket {url}: {title}")
+        ports = IntakePorts(
+            github=self.github,
+            ledger=PollState(stores.store, registry=stores.registry),
+            posted=self.posted,
+            sessions=lambda: live_sessions(stores),
+            armed=lambda: (),
+            control=actions.control,
+            close=actions.close,
+            end_endpoint=actions.end_endpoint,
+            deliver=actions.deliver,
+            pane_mark=actions.pane_mark,
+            emit=stores.events.emit,
+            clock=lambda: T0.timestamp(),
+            checkpoint=self.checkpoint,
+        )
+        settings = IntakeSettings(
+            labels=("the-loop",), policy=CommentPolicy(AuthorizedUsers.of(["alice"]))
+        )
+        return Intake(settings, ports)
+
+    def checkpoint(self, step: str) -> None:
+        self.checkpoints.append(step)
+        if step == self.crash_at:
+            self.crash_at = ""
+            raise Crash(step)
+
+    def feed(self, *comments: IssueComment, known: Known | None = None) -> Intake:
+        """One round of ``comments``, as any reader would feed them, then the deliveries
+        and the closures."""
+        intake = self.intake()
+        round_ = intake.round(ITEM)
+        listed = ListedNumbers(ITEM, frozenset({15}))
+        round_.watch(listed=listed, knowledge=known or Known(), read_from=T0)
+        for each in comments:
+            round_.comment(each)
+        round_.deliver()
+        round_.closures()
+        return intake
+
+    def read(self) -> str:
+        return self.agent_file.read_text(encoding="utf-8") if self.agent_file.exists() else ""
+
+    def events_named(self, name: str) -> list[dict[str, Any]]:
+        log = self.layout.event_log
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        return [event for event in map(json.loads, lines) if event["event"] == name]
+
+
+@pytest.fixture
+def world(tmp_path: Path, tmux_socket: str) -> Iterator[SeamWorld]:  # noqa: F811
+    yield SeamWorld(tmp_path, tmux_socket)
+
+
+def started(world: SeamWorld) -> None:
+    """An authorized start, seen first (its thread baselined, the owed start run)."""
+    start = comment(101, "the-loop start")
+    world.github.threads[ITEM] = [start]
+    intake = world.feed(start)
+    assert (intake.counts.commands, intake.counts.baselined) == (1, 0)
+    assert world.registry.find_by_work_item(ITEM) is not None
+    assert wait_until(lambda: TITLE in world.read())
+    [command] = world.events_named("poll.command")
+    assert (command["command"], command["outcome"], command["actor"]) == (
+        "start",
+        "started",
+        "alice",
+    )
+
+
+def test_a_start_spawns_the_agent_and_a_comment_reaches_its_pane_once(world: SeamWorld) -> None:
+    started(world)
+    note = comment(102, "Please also fix the docs.", minutes=1)
+    intake = world.feed(note)
+    assert intake.counts.delivered == 1
+    assert wait_until(lambda: "Please also fix the docs." in world.read())
+    again = world.feed(note)  # a reader that hands the same comment twice
+    assert (again.counts.delivered, again.counts.settled) == (0, 1)
+    assert world.read().count("Please also fix the docs.") == 1
+
+
+def test_a_strangers_keyword_commands_nothing_and_is_logged(world: SeamWorld) -> None:
+    started(world)
+    intake = world.feed(comment(103, "the-loop stop", login="mallory", minutes=1))
+    assert (intake.counts.commands, intake.counts.settled) == (0, 1)
+    assert world.registry.find_by_work_item(ITEM) is not None
+    [refused] = world.events_named("poll.unauthorized")
+    assert (refused["login"], refused["comment_id"]) == ("mallory", 103)
+
+
+@pytest.mark.parametrize("step", ["after-pending", "after-paste", "after-delivered"])
+def test_a_delivery_cut_short_at_any_step_is_neither_lost_nor_repeated(
+    world: SeamWorld, step: str
+) -> None:
+    started(world)
+    first, second = comment(104, "First words.", minutes=1), comment(105, "Then more.", minutes=2)
+    world.crash_at = step
+    with pytest.raises(Crash):
+        world.feed(first, second)
+    assert step in world.checkpoints
+    world.feed()  # the next intake, over the same stores: nothing new, only what waits
+    assert wait_until(lambda: "Then more." in world.read())
+    text = world.read()
+    assert (text.count("First words."), text.count("Then more.")) == (1, 1)
+    # Thread order across a retry is issue 18's (a retried entry goes after the others).
+    delivered = [e["comment_id"] for e in world.events_named("poll.comment_delivered")]
+    assert 105 in delivered and len(delivered) == len(set(delivered))
+
+
+def test_an_item_closed_by_an_authorized_login_ends_its_session(world: SeamWorld) -> None:
+    started(world)
+    closed = Issue(ITEM, False, closed_by="alice", title=TITLE)
+    known = Known(changed={ITEM: closed})
+    intake = world.feed(known=known)
+    assert intake.counts.closed == 1
+    assert world.registry.find_by_work_item(ITEM) is None
+    assert known.looked_up == [ITEM], "a live session's closed item is looked up once"
+    [closure] = world.events_named("poll.closure")
+    assert (closure["action"], closure["state"], closure["cleanup"]) == (
+        "close-session",
+        "closed",
+        True,
+    )
+    ledger = world.store.section(ITEM, "poll")
+    assert isinstance(ledger, dict) and ledger.get("state") == "closed"
+    reopened = world.feed(known=Known(changed={ITEM: Issue(ITEM, True)}))
+    assert reopened.counts.closed == 0
+    ledger = world.store.section(ITEM, "poll")
+    assert isinstance(ledger, dict) and "state" not in ledger, "a reopen clears the state"

@@ -1,0 +1,118 @@
+"""The intake's control verbs, closures and deliveries, through the dispatcher and the
+registry exactly as the ``sessions`` commands run them (spawn, resume, pause, the one
+close path, cleanup); nothing here decides what a comment means: that is
+:mod:`the_loop.intake`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from the_loop.adapters.release import clean_up
+from the_loop.adapters.stores import Stores
+from the_loop.dispatch.dispatcher import Dispatcher
+from the_loop.errors import TheLoopError
+from the_loop.intake.comments import SessionState
+from the_loop.intake.delivery import DELIVERED_MARK, Delivery
+from the_loop.intake.ports import ItemFacts, LiveSession
+from the_loop.intake.prompt import render_prompt
+from the_loop.portable.control import PAUSE, RESUME, START, STOP
+from the_loop.ref import WorkItemRef
+
+#: The close reason when the login that closed the ticket is not authorized.
+CLOSED_BY_STRANGER = "ticket closed; checkouts kept: it was not closed by an authorized user"
+
+
+def live_sessions(stores: Stores) -> list[LiveSession]:
+    """Every live session record, as the cycle sees it."""
+    found: list[LiveSession] = []
+    for session in stores.registry.list_sessions():
+        if not session.is_live:
+            continue
+        state = SessionState.PAUSED if session.is_paused else SessionState.ACTIVE
+        prs = tuple(e.work_item for e in session.pull_requests)
+        found.append(LiveSession(session.work_item, state, session.tmux_target, prs))
+    return found
+
+
+@dataclass
+class Actions:
+    """The control verbs and closures, through the dispatcher and the registry."""
+
+    stores: Stores
+    dispatcher: Dispatcher
+    prompt_template: str
+
+    def control(self, facts: ItemFacts, verb: str, actor: str) -> str:
+        """Run ``verb`` for the item as ``sessions <verb>`` would; its outcome word."""
+        ref, registry = facts.ref, self.stores.registry
+        if verb == START:
+            return self._start(facts, actor)
+        with registry.spawn_lock(ref):
+            session = registry.find_by_work_item(ref)
+            if verb == PAUSE:
+                return "paused" if registry.pause(ref) is not None else "no session"
+            if verb == STOP:
+                if session is None:
+                    return "no session"
+                self.dispatcher.close_session(session, "stop")
+                return "closed"
+            if verb == RESUME and (session is None or not session.is_paused):
+                return "no session" if session is None else "already running"
+        if verb == RESUME and session is not None:
+            self.dispatcher.resume_session(session, actor=actor)
+            return "resumed"
+        with registry.spawn_lock(ref):
+            outcome = clean_up(self.dispatcher, ref, actor=actor, source="comment")
+        return "cleaned up" if not outcome.errors else "cleanup failed"
+
+    def _start(self, facts: ItemFacts, actor: str) -> str:
+        session = self.stores.registry.find_by_work_item(facts.ref)
+        if session is None:
+            prompt = render_prompt(self.prompt_template, facts)
+            self.dispatcher.spawn(facts.ref, prompt=prompt, actor=actor, record_control=False)
+            return "started"
+        if session.is_paused:
+            self.dispatcher.resume_session(session, actor=actor)
+            return "resumed"
+        return "already running"
+
+    def close(self, ref: WorkItemRef, cleanup: bool) -> None:
+        """The one close path; the checkouts are cleaned up only when ``cleanup`` (the
+        closer is authorized), and kept otherwise whatever the retention settings say."""
+        registry = self.stores.registry
+        with registry.spawn_lock(ref):
+            session = registry.find_by_work_item(ref)
+            if session is not None:
+                reason = "ticket closed" if cleanup else CLOSED_BY_STRANGER
+                self.dispatcher.close_session(session, reason, keep_checkouts=not cleanup)
+            if cleanup:
+                clean_up(self.dispatcher, ref, actor="", source="comment")
+
+    def end_endpoint(self, owner: WorkItemRef, pr: WorkItemRef, state: str) -> None:
+        """Close only ``pr``'s endpoint of ``owner``'s record, ending its own tmux session."""
+        del state
+        registry = self.stores.registry
+        with registry.spawn_lock(owner):
+            record = registry.find_by_work_item(owner)
+            endpoint = record.endpoint_for(pr) if record is not None else None
+            registry.close_endpoint(owner, pr)
+        target = endpoint.tmux_target if endpoint is not None else ""
+        if target and record is not None and target != record.tmux_target:
+            self.dispatcher.teardown.end_tmux_session(target)
+
+    def deliver(self, target: str, delivery: Delivery) -> None:
+        """Paste and mark in one tmux command list; never into a pane another state root
+        started under the same name (a failed attempt, retried and given up as any)."""
+        owner = self.dispatcher.tmux.foreign_owner(target)
+        if owner is not None:
+            raise TheLoopError(f"tmux session {target} belongs to the state root {owner}")
+        self.dispatcher.tmux.deliver(
+            target, delivery.buffer_name, delivery.text, (DELIVERED_MARK, delivery.mark_value)
+        )
+
+    def pane_mark(self, target: str) -> str | None:
+        try:
+            return self.dispatcher.tmux.pane_option(target, DELIVERED_MARK)
+        except (TheLoopError, ValueError):
+            return None

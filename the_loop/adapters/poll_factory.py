@@ -1,0 +1,119 @@
+"""Build a poll cycle's collaborators from the config, the open stores and a dispatcher:
+the intake's (one :class:`~the_loop.intake.ports.IntakePorts`) and the reader's (one
+:class:`~the_loop.polling.reads.ReaderPorts`), over one REST client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from the_loop.adapters.actions import Actions, live_sessions
+from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
+from the_loop.adapters.github_reads import ClientReads, IntakeGitHub
+from the_loop.adapters.stores import Stores
+from the_loop.adapters.watch_file import FileWatchCache
+from the_loop.config.file import Config
+from the_loop.dispatch.dispatcher import Dispatcher
+from the_loop.github.backoff import PostSpacer
+from the_loop.github.client import GitHubClient
+from the_loop.github.etags import FileEtagCache
+from the_loop.intake.comments import CommentPolicy, DeliverFrom
+from the_loop.intake.keywords import KeywordGrammar
+from the_loop.intake.people import AuthorizedUsers
+from the_loop.intake.ports import IntakePorts, IntakeSettings
+from the_loop.polling.reads import PollSettings, ReaderPorts
+from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE
+from the_loop.portable.armed import ArmedRefs
+from the_loop.portable.poll import PollState
+
+STATUS_FILE = "poll-status.json"
+DEFAULT_INTERVAL = 60.0
+DEFAULT_API_URL = "https://api.github.com"
+
+
+def poll_settings(config: Config) -> PollSettings:
+    """``polling.*``, ``routing.authorizedUsers``, ``routing.control.keywordPrefix``, each
+    with its one default."""
+    deliver = config.get_str("polling.deliverFrom", "authorized")
+    deliver_from: DeliverFrom = "anyone" if deliver == "anyone" else "authorized"
+    prefix = config.get_str("routing.control.keywordPrefix", "the-loop") or "the-loop"
+    policy = CommentPolicy(
+        AuthorizedUsers.of(config.get_str_list("routing.authorizedUsers")),
+        KeywordGrammar(prefix=prefix),
+        deliver_from,
+    )
+    intake = IntakeSettings(
+        labels=tuple(config.get_str_list("polling.labels")),
+        max_retries=int(config.get_float("polling.maxRetries", 3)),
+        max_deliveries_per_hour=int(config.get_float("polling.maxDeliveriesPerHour", 30)),
+        policy=policy,
+        prompt_template=config.get_str("routing.prompt", ""),
+    )
+    return PollSettings(tuple(config.get_str_list("polling.repositories")), intake)
+
+
+def interval_seconds(config: Config) -> float:
+    return config.get_float("polling.intervalSeconds", DEFAULT_INTERVAL)
+
+
+@dataclass(frozen=True)
+class PollWiring:
+    """One cycle's collaborators, and what the command reads back after it: the REST
+    client's counts, the ETag cache to keep, and the reads' rate and refusals."""
+
+    intake: IntakePorts
+    reader: ReaderPorts
+    reads: ClientReads
+    client: GitHubClient
+    etags: FileEtagCache
+
+
+@contextmanager
+def poll_wiring(
+    config: Config,
+    stores: Stores,
+    dispatcher: Dispatcher,
+    *,
+    token: str,
+    warn: Callable[[str], None],
+    checkpoint: Callable[[str], None],
+    should_stop: Callable[[], bool],
+) -> Generator[PollWiring]:
+    """The collaborators over one REST client, open for the ``with`` block."""
+    layout = stores.layout
+    settings = poll_settings(config)
+    etags = FileEtagCache.for_layout(layout)
+    api = config.get_str("integrations.github.apiUrl", DEFAULT_API_URL) or DEFAULT_API_URL
+    actions = Actions(stores, dispatcher, settings.intake.prompt_template)
+    spacer = PostSpacer()
+    cursors = FileCursors(
+        layout.local_dir / CURSOR_FILE, layout.local_locks_dir / "poll-cursors.lock"
+    )
+    with GitHubClient(api, token, etags=etags, before_post=spacer.wait_turn) as client:
+        reads = ClientReads(client)
+        intake = IntakePorts(
+            github=IntakeGitHub(reads, warn),
+            ledger=PollState(stores.store, registry=stores.registry),
+            posted=cursors,
+            sessions=lambda: live_sessions(stores),
+            armed=ArmedRefs(
+                stores.store,
+                layout.local_dir / ARMED_CACHE,
+                layout.local_locks_dir / "poll-armed.lock",
+                warn,
+            ),
+            control=actions.control,
+            close=actions.close,
+            end_endpoint=actions.end_endpoint,
+            deliver=actions.deliver,
+            pane_mark=actions.pane_mark,
+            emit=stores.events.emit,
+            clock=time.time,
+            warn=warn,
+            checkpoint=checkpoint,
+            should_stop=should_stop,
+        )
+        reader = ReaderPorts(reads, cursors, FileWatchCache.for_layout(layout))
+        yield PollWiring(intake, reader, reads, client, etags)

@@ -1,0 +1,252 @@
+"""The intake: what GitHub said, taken as plain values, and everything that follows.
+
+A reader (the poll cycle; a webhook later) opens one :class:`Round` per repository
+and feeds it: :meth:`Round.watch` with what it knows of the items, then each new or
+edited comment in order (:meth:`Round.comment`), then :meth:`Round.deliver` and
+:meth:`Round.closures`. The intake applies the filters and who may command, keeps
+the ledger, runs commands, delivers into panes exactly once and ends the sessions of
+closed items. It never knows whether a value came from a poll or a push.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from the_loop.errors import TheLoopError
+from the_loop.intake.closures import close_finished
+from the_loop.intake.comments import ItemView, Outcome, SessionState, classify_comment
+from the_loop.intake.delivery import delivery_text
+from the_loop.intake.drain import drain
+from the_loop.intake.events import IssueComment, parse_timestamp
+from the_loop.intake.first_sight import first_sight
+from the_loop.intake.ports import (
+    CycleCounts,
+    IntakePorts,
+    IntakeSettings,
+    ItemFacts,
+    ItemKnowledge,
+    LiveSession,
+)
+from the_loop.intake.watched import ListedNumbers, WatchedSet, watched_set
+from the_loop.portable.control import ControlRecord
+from the_loop.portable.poll import DELIVERIES, Ledger
+from the_loop.ref import WorkItemRef
+
+
+class Intake:
+    """The intake of one cycle: its settings and collaborators, handed in once, and the
+    tally every round adds to."""
+
+    def __init__(
+        self, settings: IntakeSettings, ports: IntakePorts, counts: CycleCounts | None = None
+    ) -> None:
+        self.settings = settings
+        self.ports = ports
+        self.counts = counts if counts is not None else CycleCounts()
+
+    def stopping(self) -> bool:
+        """Whether to end before the next item (a stop was asked for)."""
+        return self.counts.stop_requested(self.ports.should_stop)
+
+    def round(self, repository: WorkItemRef) -> Round:
+        """A round over ``repository`` (any ref of it), with its live sessions as they are
+        and the numbers a reader keeps for them (theirs and their linked PRs')."""
+        sessions = self.live_sessions(repository)
+        linked = [pr for s in sessions.values() for pr in s.pull_requests]
+        keep = frozenset(r.number for r in (*sessions, *linked) if same_repository(r, repository))
+        return Round(self, repository, sessions, keep)
+
+    def live_sessions(self, repository: WorkItemRef) -> dict[WorkItemRef, LiveSession]:
+        return {s.ref: s for s in self.ports.sessions() if same_repository(s.ref, repository)}
+
+
+@dataclass
+class Round:
+    """One repository's round: its live sessions, then (once watched) what the reader
+    knows of its items, the watched set, and the window its comments were read from."""
+
+    intake: Intake
+    repository: WorkItemRef
+    sessions: dict[WorkItemRef, LiveSession]
+    #: The numbers of the live sessions' items and linked PRs when the round began.
+    keep: frozenset[int] = frozenset()
+    knowledge: ItemKnowledge | None = None
+    watched: WatchedSet = field(default_factory=lambda: WatchedSet({}))
+    #: Where the reader's comment window starts (None: no cursor, so no claim that
+    #: every comment since some moment was read: each watched thread is first sight).
+    read_from: datetime | None = None
+    first_seen: set[WorkItemRef] = field(default_factory=set[WorkItemRef])
+
+    def watch(
+        self, *, listed: ListedNumbers | None, knowledge: ItemKnowledge, read_from: datetime | None
+    ) -> None:
+        """The watched set: ``listed`` (the open labelled items the reader knows), the live
+        sessions, their linked PRs and the armed refs."""
+        ports = self.intake.ports
+        armed = [a for a in ports.armed() if same_repository(a, self.repository)]
+        self.knowledge, self.read_from = knowledge, read_from
+        self.watched = watched_set(
+            (),
+            labels=self.intake.settings.labels,
+            listed=listed,
+            live_sessions=self.sessions,
+            linked_pull_requests=[pr for s in self.sessions.values() for pr in s.pull_requests],
+            armed=armed,
+        )
+
+    def comment(self, comment: IssueComment) -> None:
+        """One new or edited comment: first sight, or settled, a command, queued, or seen."""
+        ref = comment.work_item
+        if ref in self.first_seen:
+            return  # its whole thread was baselined this round
+        ledger, counts = self.intake.ports.ledger, self.intake.counts
+        watched = ref in self.watched
+        if watched and (self.read_from is None or not ledger.is_known(ref)):
+            # No ledger, or no cursor (lost, or a ledger carried from another machine): the
+            # thread is history, baselined; only a command still owed runs.
+            self.first_seen.add(ref)
+            self._first_sight(ref)
+            return
+        session = self.sessions.get(ref)
+        state = session.state if session is not None else SessionState.NONE
+        seen: frozenset[int] = frozenset()
+        if watched:
+            seen = frozenset(int(i) for i in ledger.seen_comments(ref) if i.isdigit())
+        view = ItemView(watched, state, seen, self.read_from)
+        posted = self.intake.ports.posted.posted()
+        decision = classify_comment(comment, view, self.intake.settings.policy, posted_ids=posted)
+        self._log_refusal(comment, decision.event, decision.ambiguous_verbs)
+        if decision.outcome is Outcome.COMMAND and decision.verb is not None:
+            self.command(comment, decision.verb)
+        elif decision.outcome in (Outcome.DELIVER, Outcome.HOLD):
+            self._queue(comment, decision.outcome, decision.trusted)
+            counts.held += decision.outcome is Outcome.HOLD
+        elif decision.outcome is Outcome.SEEN:
+            ledger.resolve_comment(ref, str(comment.id))
+            counts.seen += 1
+        else:
+            counts.settled += 1
+            if watched and decision.reason.value not in ("already-seen", "edited"):
+                ledger.resolve_comment(ref, str(comment.id))
+
+    def command(self, comment: IssueComment, verb: str) -> None:
+        """Ledger entry and control record in one write, then the action (at most once)."""
+        ports, counts = self.intake.ports, self.intake.counts
+        ref = comment.work_item
+        record = ControlRecord(ref.ref, verb, "comment", comment.login, _iso(comment.created_at))
+        if not ports.ledger.record_command(ref, str(comment.id), record.to_dict()):
+            return
+        counts.commands += 1
+        try:
+            outcome = ports.control(self._facts(ref), verb, comment.login)
+        except TheLoopError as error:
+            outcome = "failed"
+            counts.failed.append(f"{ref.ref}: {verb}: {error}")
+        # The comments after this one meet the session as the command left it.
+        self.sessions = self.intake.live_sessions(self.repository)
+        ports.emit(
+            "poll.command",
+            work_item=ref.ref,
+            command=verb,
+            actor=comment.login,
+            comment_id=comment.id,
+            outcome=outcome,
+        )
+
+    def deliver(self) -> None:
+        """Deliver what waits for each active watched session, as the commands left them."""
+        intake = self.intake
+        for session in intake.ports.sessions():
+            if intake.stopping():
+                break
+            if session.ref in self.watched and session.state is SessionState.ACTIVE:
+                drain(
+                    session,
+                    polls=intake.ports.ledger,
+                    ports=intake.ports,
+                    settings=intake.settings,
+                    counts=intake.counts,
+                )
+
+    def closures(self) -> None:
+        """End the sessions of closed items and endpoints of closed linked PRs; clear the
+        closed state of items seen open again."""
+        if self.knowledge is not None:
+            close_finished(self.sessions, self.knowledge, self.intake)
+
+    def _first_sight(self, ref: WorkItemRef) -> None:
+        """Baseline the thread as seen; run the authorized commands still owed."""
+        ports, counts = self.intake.ports, self.intake.counts
+        thread = ports.github.thread(ref)
+        control = ports.ledger.store.section(ref, "control")
+        requested = control.get("requestedAt") if isinstance(control, dict) else None
+        at = parse_timestamp(requested) if isinstance(requested, str) and requested else None
+        sight = first_sight(
+            thread,
+            self.intake.settings.policy,
+            control_requested_at=at,
+            posted_ids=ports.posted.posted(),
+        )
+        ports.ledger.baseline_comments(ref, [str(i) for i in sight.baseline_ids])
+        counts.baselined += len(sight.baseline_ids)
+        ports.emit("poll.baselined", work_item=ref.ref, comments=len(sight.baseline_ids))
+        for owed in sight.commands:
+            self.command(owed.comment, owed.verb)
+
+    def _facts(self, ref: WorkItemRef) -> ItemFacts:
+        changed = self.knowledge.changed.get(ref) if self.knowledge is not None else None
+        if changed is not None:
+            return ItemFacts(ref, changed.title, changed.url, changed.body)
+        issue = self.intake.ports.github.item(ref)
+        return ItemFacts(ref, issue.title, issue.url, issue.body)
+
+    def _log_refusal(self, comment: IssueComment, event: str | None, verbs: Sequence[str]) -> None:
+        ref, who, emit = comment.work_item, comment.login, self.intake.ports.emit
+        if event == "poll.unauthorized":
+            emit(
+                "poll.unauthorized", "warning", work_item=ref.ref, comment_id=comment.id, login=who
+            )
+        elif event == "poll.ambiguous":
+            emit(
+                "poll.ambiguous",
+                "warning",
+                work_item=ref.ref,
+                comment_id=comment.id,
+                login=who,
+                verbs=list(verbs),
+            )
+
+    def _queue(self, comment: IssueComment, outcome: Outcome, trusted: bool) -> None:
+        """Record the comment seen and its delivery row (waiting, or held while paused)."""
+        state = "held" if outcome is Outcome.HOLD else "waiting"
+        row: dict[str, Any] = {
+            "id": str(comment.id),
+            "state": state,
+            "attempts": 0,
+            "text": delivery_text(comment, trusted=trusted),
+        }
+
+        def change(ledger: Ledger) -> None:
+            ledger["seenComments"].append(str(comment.id))
+            rows = ledger.get(DELIVERIES)
+            ledger[DELIVERIES] = [*(rows if isinstance(rows, list) else []), row]  # pyright: ignore[reportUnknownArgumentType]
+
+        ports = self.intake.ports
+        ports.ledger.change(comment.work_item, change)
+        if outcome is Outcome.HOLD:
+            ports.emit("poll.comment_held", work_item=comment.work_item.ref, comment_id=comment.id)
+
+
+def same_repository(a: WorkItemRef, b: WorkItemRef) -> bool:
+    return (a.host, a.owner.casefold(), a.repo.casefold()) == (
+        b.host,
+        b.owner.casefold(),
+        b.repo.casefold(),
+    )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,158 @@
+"""What the intake is given once: its settings, its collaborators as one object, and
+what a reader tells it of a repository's items. Also the tally it keeps.
+
+GitHub's writes, tmux, the dispatcher, the stores, the clock and the event log reach
+the intake only through :class:`IntakePorts`, which an adapter factory builds. Every
+collaborator raises :class:`~the_loop.errors.TheLoopError` with a sentence on failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from the_loop.intake.comments import CommentPolicy, SessionState
+from the_loop.intake.delivery import Delivery
+from the_loop.intake.events import Issue, IssueComment
+from the_loop.intake.people import AuthorizedUsers
+from the_loop.portable.poll import PollState
+from the_loop.ref import WorkItemRef
+
+Json = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class IntakeSettings:
+    """The keys the intake decides by (``polling.*`` and ``routing.*``), read once."""
+
+    labels: tuple[str, ...] = ()
+    max_retries: int = 3
+    max_deliveries_per_hour: int = 30
+    policy: CommentPolicy = field(default_factory=lambda: CommentPolicy(AuthorizedUsers.of(())))
+    prompt_template: str = ""
+
+
+class GitHubPort(Protocol):
+    """What the intake itself asks of GitHub, as values: a thread at first sight (its
+    comments oldest first), an item's facts for a command, and the one write (a marked
+    notice, whose id it returns when GitHub said)."""
+
+    def thread(self, ref: WorkItemRef) -> Sequence[IssueComment]: ...
+
+    def item(self, ref: WorkItemRef) -> Issue: ...
+
+    def post_comment(self, ref: WorkItemRef, body: str) -> int | None: ...
+
+
+class PostedComments(Protocol):
+    """The ids of the comments the-loop posted (never read back as anyone's words)."""
+
+    def posted(self) -> frozenset[int]: ...
+
+    def remember_posted(self, comment_id: int) -> None: ...
+
+
+class ItemKnowledge(Protocol):
+    """What a reader knows of one repository's items in a round.
+
+    ``changed`` holds the items GitHub said changed (a poll: the changed-items listing;
+    a push: the event's item), in GitHub's order; ``known_open`` says whether an item is
+    open by what the reader knows without asking (None: unknown); ``look_up`` asks
+    GitHub now (a reader may keep the answer).
+    """
+
+    @property
+    def changed(self) -> Mapping[WorkItemRef, Issue]: ...
+
+    def known_open(self, ref: WorkItemRef) -> bool | None: ...
+
+    def look_up(self, ref: WorkItemRef) -> Issue: ...
+
+
+@dataclass(frozen=True)
+class LiveSession:
+    """A live session as the intake sees it: its state and the tmux target of its pane."""
+
+    ref: WorkItemRef
+    state: SessionState
+    tmux_target: str = ""
+    pull_requests: tuple[WorkItemRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class ItemFacts:
+    """What a control action needs of the ticket: its title, URL and body."""
+
+    ref: WorkItemRef
+    title: str = ""
+    url: str = ""
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class IntakePorts:
+    """Every collaborator of the intake, handed in once.
+
+    ``ledger`` is the poll ledger store; ``control(facts, verb, actor)`` runs a verb
+    through the sessions' own code and returns its outcome word; ``close(ref,
+    cleanup)`` takes the dispatcher's one close path; ``end_endpoint(owner, pr,
+    state)`` ends only a linked PR's endpoint; ``deliver(target, delivery)`` pastes and
+    marks in one tmux command list; ``pane_mark(target)`` reads the mark back;
+    ``checkpoint(step)`` is a no-op hook the crash test uses to stop the process at
+    each step of a delivery; ``should_stop()`` is asked between items.
+    """
+
+    github: GitHubPort
+    ledger: PollState
+    posted: PostedComments
+    sessions: Callable[[], Sequence[LiveSession]]
+    armed: Callable[[], Sequence[WorkItemRef]]
+    control: Callable[[ItemFacts, str, str], str]
+    close: Callable[[WorkItemRef, bool], None]
+    end_endpoint: Callable[[WorkItemRef, WorkItemRef, str], None]
+    deliver: Callable[[str, Delivery], None]
+    pane_mark: Callable[[str], str | None]
+    emit: Callable[..., object]
+    clock: Callable[[], float]
+    warn: Callable[[str], None] = lambda _message: None
+    checkpoint: Callable[[str], None] = lambda _step: None
+    should_stop: Callable[[], bool] = lambda: False
+
+
+@dataclass
+class CycleCounts:
+    """The tally of one cycle or delivery batch (the report a reader adds requests to)."""
+
+    delivered: int = 0
+    commands: int = 0
+    settled: int = 0
+    held: int = 0
+    seen: int = 0
+    baselined: int = 0
+    closed: int = 0
+    failed: list[str] = field(default_factory=list[str])
+    #: Repositories whose comments were read but not handled (below the rate reserve):
+    #: the reader must not keep this cycle's ETags, or the next read would be a 304.
+    deferred: list[str] = field(default_factory=list[str])
+    #: A stop was asked for and the cycle ended early, between two items.
+    stopped: bool = False
+
+    def stop_requested(self, should_stop: Callable[[], bool]) -> bool:
+        """Whether to end the cycle before the next item (and remember that it did)."""
+        self.stopped = self.stopped or should_stop()
+        return self.stopped
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "delivered": self.delivered,
+            "commands": self.commands,
+            "settled": self.settled,
+            "held": self.held,
+            "seen": self.seen,
+            "baselined": self.baselined,
+            "closed": self.closed,
+            "failed": list(self.failed),
+            "deferred": list(self.deferred),
+            "stopped": self.stopped,
+        }

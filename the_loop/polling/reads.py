@@ -1,0 +1,98 @@
+"""What the poll reader is given: its settings, GitHub's reads, and its own memory.
+
+The reader asks GitHub what changed and feeds the intake; GitHub reaches it only
+through :class:`GitHubReads`, and what it keeps between cycles (each repository's
+comment cursor and its listing) through :class:`Cursors` and :class:`WatchCache`.
+An adapter factory builds them. Every collaborator raises
+:class:`~the_loop.errors.TheLoopError` with a sentence on failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from the_loop.intake.ports import IntakeSettings, Json
+from the_loop.polling.watch_cache import RepositoryListing
+from the_loop.ref import WorkItemRef
+
+
+@dataclass(frozen=True)
+class PollSettings:
+    """``polling.repositories`` and what the intake decides by, read once per cycle."""
+
+    repositories: tuple[str, ...]
+    intake: IntakeSettings = field(default_factory=IntakeSettings)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.intake.labels
+
+
+@dataclass(frozen=True)
+class ListingPage:
+    """The entries of a listing in order, whether every page was 304, and whether the
+    entries of every page are known (a 304 page whose body was not kept is not)."""
+
+    entries: Sequence[Json]
+    not_modified: bool
+    complete: bool = True
+
+
+#: The same shape serves every listing: comments, open items, changed items.
+CommentsPage = ListingPage
+
+
+class GitHubReads(Protocol):
+    """The reads the poll cycle makes on GitHub, and whether the rate is below its reserve."""
+
+    def open_items(
+        self, repository: str, labels: Sequence[str], *, fresh: bool = False
+    ) -> ListingPage: ...
+
+    def changed_items(self, repository: str, since: str) -> ListingPage: ...
+
+    def comments_since(self, repository: str, since: str | None) -> ListingPage: ...
+
+    def item(self, ref: WorkItemRef) -> Json: ...
+
+    def rate_low(self) -> bool: ...
+
+
+class Cursors(Protocol):
+    """The machine-local comment cursor of each repository."""
+
+    def get(self, repository: str) -> str | None: ...
+
+    def set(self, repository: str, cursor: str) -> None: ...
+
+
+class WatchCache(Protocol):
+    """The machine-local listing of each repository's items, kept between cycles."""
+
+    def get(self, repository: str) -> RepositoryListing | None: ...
+
+    def put(self, repository: str, listing: RepositoryListing) -> None: ...
+
+
+class MemoryWatchCache:
+    """A listing kept for the life of the process."""
+
+    def __init__(self) -> None:
+        self.listings: dict[str, RepositoryListing] = {}
+
+    def get(self, repository: str) -> RepositoryListing | None:
+        return self.listings.get(repository)
+
+    def put(self, repository: str, listing: RepositoryListing) -> None:
+        self.listings[repository] = listing
+
+
+@dataclass(frozen=True)
+class ReaderPorts:
+    """The poll reader's own collaborators (the intake's come with the intake)."""
+
+    github: GitHubReads
+    cursors: Cursors
+    watch_cache: WatchCache = field(default_factory=MemoryWatchCache)
