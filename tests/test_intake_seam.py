@@ -258,3 +258,24 @@ def test_an_item_closed_by_an_authorized_login_ends_its_session(world: SeamWorld
     assert reopened.counts.closed == 0
     ledger = world.store.section(ITEM, "poll")
     assert isinstance(ledger, dict) and "state" not in ledger, "a reopen clears the state"
+
+
+def test_what_github_says_of_an_item_decides_whether_it_is_watched(world: SeamWorld) -> None:
+    """A push carries the item with its comment: labelled and open, its thread is met; a
+    label removed (and no session), the comment is passed over."""
+    start = comment(106, "the-loop start")
+    world.github.threads[ITEM] = [start]
+    unlabelled = Known(changed={ITEM: Issue(ITEM, True, labels=frozenset({"bug"}))})
+    intake = world.intake()
+    round_ = intake.round(ITEM)
+    round_.watch(listed=None, knowledge=unlabelled, read_from=start.updated_at)
+    round_.comment(start)
+    assert (intake.counts.commands, intake.counts.settled) == (0, 1)
+    assert world.registry.find_by_work_item(ITEM) is None
+    labelled = Known(changed={ITEM: Issue(ITEM, True, labels=frozenset({"The-Loop"}))})
+    intake = world.intake()
+    round_ = intake.round(ITEM)
+    round_.watch(listed=None, knowledge=labelled, read_from=start.updated_at)
+    round_.comment(start)
+    assert intake.counts.commands == 1
+    assert world.registry.find_by_work_item(ITEM) is not None

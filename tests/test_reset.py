@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.world import World
-from the_loop.commands.sessions.reset_close import HarnessStillRunning
+from the_loop.adapters.reset_close import HarnessStillRunning
 from the_loop.dispatch.teardown import SessionCloseError
 from the_loop.errors import CloseIncomplete, TheLoopError
 from the_loop.eventlog.query import query_events

@@ -30,7 +30,7 @@ from the_loop.intake.ports import (
     ItemKnowledge,
     LiveSession,
 )
-from the_loop.intake.watched import ListedNumbers, WatchedSet, watched_set
+from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
 from the_loop.portable.control import ControlRecord
 from the_loop.portable.poll import DELIVERIES, Ledger
 from the_loop.ref import WorkItemRef
@@ -75,21 +75,28 @@ class Round:
     keep: frozenset[int] = frozenset()
     knowledge: ItemKnowledge | None = None
     watched: WatchedSet = field(default_factory=lambda: WatchedSet({}))
-    #: Where the reader's comment window starts (None: no cursor, so no claim that
-    #: every comment since some moment was read: each watched thread is first sight).
+    #: Where the reader's comment window starts (see :meth:`watch`).
     read_from: datetime | None = None
     first_seen: set[WorkItemRef] = field(default_factory=set[WorkItemRef])
 
     def watch(
         self, *, listed: ListedNumbers | None, knowledge: ItemKnowledge, read_from: datetime | None
     ) -> None:
-        """The watched set: ``listed`` (the open labelled items the reader knows), the live
-        sessions, their linked PRs and the armed refs."""
+        """The watched set: the open items carrying every label, by ``listed`` (what the
+        reader keeps) or by what GitHub just said of them (``knowledge.changed``: a push
+        carries the item, relabelled or not), the live sessions, their linked PRs and the
+        armed refs.
+
+        ``read_from`` is where the reader's window of comments starts: a poll's cursor
+        (less an overlap), a push's own ``updated_at``; None claims no window, so each
+        watched thread is met as first sight. A comment written before it that the
+        ledger does not hold is an edit, never handled."""
         ports = self.intake.ports
         armed = [a for a in ports.armed() if same_repository(a, self.repository)]
         self.knowledge, self.read_from = knowledge, read_from
+        said = [OpenItem(i.ref, i.labels, is_open=i.is_open) for i in knowledge.changed.values()]
         self.watched = watched_set(
-            (),
+            said,
             labels=self.intake.settings.labels,
             listed=listed,
             live_sessions=self.sessions,

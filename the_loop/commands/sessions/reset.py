@@ -168,7 +168,7 @@ def _reset_all(
     syncs), which concern no single item, and per ref what the close did with its
     checkouts. An item that raises gets that as its error; the others are still reset.
     """
-    from the_loop.commands.sessions.reset_close import LazyClose, RunningHarnesses
+    from the_loop.adapters.reset_close import LazyClose, RunningHarnesses
     from the_loop.commands.stores import open_dispatcher
     from the_loop.errors import describe_unexpected
     from the_loop.fsio import DirectorySyncs

@@ -2,16 +2,15 @@
 with the ticket's title, URL and body.
 
 The URL comes from the ref. The title and body are one ``GET /repos/{o}/{r}/issues/{n}``
-through the REST client (with its timeout); when that cannot be done (no token, the API
-unreachable or refusing) the start goes on with them empty, after one warning saying
-why. The GitHub modules are imported here only when needed: they load ``http.client``.
+through the REST client (with its timeout: :mod:`the_loop.adapters.ticket`); when that
+cannot be done (no token, the API unreachable or refusing) the start goes on with them
+empty, after one warning saying why. The GitHub modules are imported here only when
+needed: they load ``http.client``.
 """
 
 from __future__ import annotations
 
 import os
-import urllib.parse
-from typing import Any, cast
 
 from the_loop.commands.common import Context, warn
 from the_loop.intake.ports import ItemFacts
@@ -38,30 +37,12 @@ def ticket_facts(context: Context, ref: WorkItemRef) -> ItemFacts:
         where = f"${named}" if named else "$GITHUB_TOKEN or $GH_TOKEN"
         return _unread(ref, f"no token: set {where}")
     api_url = github.api_url_for(ref, context.config.get_str("integrations.github.apiUrl", ""))
+    from the_loop.adapters.ticket import read_ticket  # loads http.client: only with a token
+
     try:
-        data = _read_issue(api_url, token, ref)
+        return read_ticket(ref, api_url=api_url, token=token)
     except GitHubHTTPError as error:
         return _unread(ref, str(error))
-    title, body = data.get("title"), data.get("body")
-    return ItemFacts(
-        ref,
-        title=title if isinstance(title, str) else "",
-        url=ref.url,
-        body=body if isinstance(body, str) else "",
-    )
-
-
-def _read_issue(api_url: str, token: str, ref: WorkItemRef) -> dict[str, Any]:
-    """The issue (or pull request) as ``GET /repos/{o}/{r}/issues/{n}`` answers it."""
-    from the_loop.github.client import GitHubClient
-    from the_loop.github.replies import GitHubHTTPError
-
-    owner, repo = (urllib.parse.quote(part, safe="") for part in (ref.owner, ref.repo))
-    with GitHubClient(api_url, token) as client:
-        data = client.get(f"/repos/{owner}/{repo}/issues/{ref.number}").json()
-    if not isinstance(data, dict):
-        raise GitHubHTTPError(f"{ref.ref}: GitHub answered with something that is not an issue")
-    return cast(dict[str, Any], data)
 
 
 def _unread(ref: WorkItemRef, why: str) -> ItemFacts:
