@@ -18,18 +18,19 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.agent import reading_agent
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
-from the_loop.adapters.actions import Actions, live_sessions
+from the_loop.adapters.actions import Actions
+from the_loop.adapters.poll_factory import intake_ports
 from the_loop.commands.stores import open_dispatcher
 from the_loop.intake.comments import CommentPolicy
 from the_loop.intake.events import Issue, IssueComment
 from the_loop.intake.intake import Intake
 from the_loop.intake.people import AuthorizedUsers
-from the_loop.intake.ports import IntakePorts, IntakeSettings
+from the_loop.intake.ports import IntakeSettings
 from the_loop.intake.watched import ListedNumbers
-from the_loop.portable.poll import PollState
 from the_loop.ref import WorkItemRef
 
 REPO = "octo/app"
@@ -103,14 +104,7 @@ class SeamWorld(World):
         self.posted = Posted()
         self.checkpoints: list[str] = []
         self.crash_at = ""
-        agent = [
-            "bash",
-            "-c",
-            'printf "PROMPT %s\\n" "$1" > "$2"; exec cat >> "$2"',
-            "agent",
-            "{prompt}",
-            str(self.agent_file),
-        ]
+        agent = reading_agent(self.agent_file)
         self.configure(
             {
                 "routing": {
@@ -130,20 +124,15 @@ class SeamWorld(World):
         """A fresh intake over the same stores, as a new process would build it."""
         stores = self.stores
         actions = Actions(stores, open_dispatcher(self.context, stores), "Ticket {url}: {title}")
-        ports = IntakePorts(
+        ports = intake_ports(
+            stores,
+            actions,
             github=self.github,
-            ledger=PollState(stores.store, registry=stores.registry),
             posted=self.posted,
-            sessions=lambda: live_sessions(stores),
             armed=lambda: (),
-            control=actions.control,
-            close=actions.close,
-            end_endpoint=actions.end_endpoint,
-            deliver=actions.deliver,
-            pane_mark=actions.pane_mark,
-            emit=stores.events.emit,
-            clock=lambda: T0.timestamp(),
+            warn=lambda _message: None,
             checkpoint=self.checkpoint,
+            clock=lambda: T0.timestamp(),
         )
         settings = IntakeSettings(
             labels=("the-loop",), policy=CommentPolicy(AuthorizedUsers.of(["alice"]))

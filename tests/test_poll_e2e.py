@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fake_github import FakeGitHub, serve
+from tests.helpers.agent import reading_agent
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
@@ -27,14 +28,7 @@ class PollWorld(World):
     def __init__(self, tmp_path: Path, socket: str, github: FakeGitHub) -> None:
         super().__init__(tmp_path, source="test")
         self.agent_file = tmp_path / "agent-read.txt"
-        agent = [
-            "bash",
-            "-c",
-            'printf "PROMPT %s\\n" "$1" > "$2"; exec cat >> "$2"',
-            "agent",
-            "{prompt}",
-            str(self.agent_file),
-        ]
+        agent = reading_agent(self.agent_file)
         self.configure(
             {
                 "routing": {

@@ -91,3 +91,38 @@ def test_each_old_home_says_in_one_line_where_the_code_now_lives(module: str) ->
     doc = importlib.import_module(module).__doc__ or ""
     assert doc.startswith("Moved: ")
     assert "\n" not in doc.strip()
+
+
+#: The published module paths of spec api.md that are homes, not shims: each keeps its
+#: names wherever the rooms moved the code behind it (issue 17).
+PUBLISHED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("the_loop.eventlog", ("EVENT_TYPES", "EventLog", "read_events")),
+    (
+        "the_loop.reset",
+        (
+            "WORKSPACE",
+            "SESSION",
+            "PIECES",
+            "ResetOutcome",
+            "reset_work_item",
+            "work_items_with_state",
+        ),
+    ),
+    ("the_loop.cleanup", ("cleanup_work_item",)),
+    ("the_loop.sessions", ("WorkItemRef", "Session", "RegistryError", "SessionRegistry")),
+)
+
+
+@pytest.mark.parametrize(("module", "names"), PUBLISHED, ids=[m for m, _ in PUBLISHED])
+def test_every_published_module_path_still_holds_its_names(
+    module: str, names: tuple[str, ...]
+) -> None:
+    found = importlib.import_module(module)
+    assert [name for name in names if not hasattr(found, name)] == []
+
+
+def test_the_event_log_re_exports_its_writer_as_the_same_objects() -> None:
+    published = importlib.import_module("the_loop.eventlog")
+    writer = importlib.import_module("the_loop.eventlog.log")
+    for name in ("EVENT_TYPES", "EventLog", "read_events", "or_no_events", "utc_timestamp"):
+        assert getattr(published, name) is getattr(writer, name), name

@@ -5,7 +5,7 @@ the intake's (one :class:`~the_loop.intake.ports.IntakePorts`) and the reader's 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -22,11 +22,12 @@ from the_loop.github.etags import FileEtagCache
 from the_loop.intake.comments import CommentPolicy, DeliverFrom
 from the_loop.intake.keywords import KeywordGrammar
 from the_loop.intake.people import AuthorizedUsers
-from the_loop.intake.ports import IntakePorts, IntakeSettings
+from the_loop.intake.ports import GitHubPort, IntakePorts, IntakeSettings, PostedComments
 from the_loop.polling.reads import PollSettings, ReaderPorts
 from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE
 from the_loop.portable.armed import ArmedRefs
 from the_loop.portable.poll import PollState
+from the_loop.ref import WorkItemRef
 
 STATUS_FILE = "poll-status.json"
 DEFAULT_INTERVAL = 60.0
@@ -56,6 +57,39 @@ def poll_settings(config: Config) -> PollSettings:
 
 def interval_seconds(config: Config) -> float:
     return config.get_float("polling.intervalSeconds", DEFAULT_INTERVAL)
+
+
+def intake_ports(
+    stores: Stores,
+    actions: Actions,
+    *,
+    github: GitHubPort,
+    posted: PostedComments,
+    armed: Callable[[], Sequence[WorkItemRef]],
+    warn: Callable[[str], None],
+    checkpoint: Callable[[str], None] = lambda _step: None,
+    should_stop: Callable[[], bool] = lambda: False,
+    clock: Callable[[], float] = time.time,
+) -> IntakePorts:
+    """The intake's collaborators over the open stores and the dispatcher's ``actions``;
+    any reader hands in its own GitHub, posted ids and armed refs."""
+    return IntakePorts(
+        github=github,
+        ledger=PollState(stores.store, registry=stores.registry),
+        posted=posted,
+        sessions=lambda: live_sessions(stores),
+        armed=armed,
+        control=actions.control,
+        close=actions.close,
+        end_endpoint=actions.end_endpoint,
+        deliver=actions.deliver,
+        pane_mark=actions.pane_mark,
+        emit=stores.events.emit,
+        clock=clock,
+        warn=warn,
+        checkpoint=checkpoint,
+        should_stop=should_stop,
+    )
 
 
 @dataclass(frozen=True)
@@ -93,24 +127,18 @@ def poll_wiring(
     )
     with GitHubClient(api, token, etags=etags, before_post=spacer.wait_turn) as client:
         reads = ClientReads(client)
-        intake = IntakePorts(
+        armed = ArmedRefs(
+            stores.store,
+            layout.local_dir / ARMED_CACHE,
+            layout.local_locks_dir / "poll-armed.lock",
+            warn,
+        )
+        intake = intake_ports(
+            stores,
+            actions,
             github=IntakeGitHub(reads, warn),
-            ledger=PollState(stores.store, registry=stores.registry),
             posted=cursors,
-            sessions=lambda: live_sessions(stores),
-            armed=ArmedRefs(
-                stores.store,
-                layout.local_dir / ARMED_CACHE,
-                layout.local_locks_dir / "poll-armed.lock",
-                warn,
-            ),
-            control=actions.control,
-            close=actions.close,
-            end_endpoint=actions.end_endpoint,
-            deliver=actions.deliver,
-            pane_mark=actions.pane_mark,
-            emit=stores.events.emit,
-            clock=time.time,
+            armed=armed,
             warn=warn,
             checkpoint=checkpoint,
             should_stop=should_stop,

@@ -9,7 +9,7 @@ the pane's mark first. The ledger rows live in the item's ``poll`` section under
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from the_loop.errors import TheLoopError
 from the_loop.intake.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
@@ -22,9 +22,12 @@ from the_loop.intake.ledger import (
     Verdict,
     breaker,
 )
-from the_loop.intake.ports import CycleCounts, IntakePorts, IntakeSettings, LiveSession
+from the_loop.intake.ports import LiveSession
 from the_loop.portable.poll import DELIVERIES, Ledger, PollState
 from the_loop.ref import WorkItemRef
+
+if TYPE_CHECKING:
+    from the_loop.intake.intake import Intake
 
 Row = dict[str, Any]
 _DONE = (DeliveryState.DELIVERED, DeliveryState.GIVEN_UP)
@@ -70,135 +73,136 @@ def _rows(stored: Ledger) -> list[Row]:
     return [dict(r) for r in rows if isinstance(r, dict)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
 
 
-def drain(
-    session: LiveSession,
-    *,
-    polls: PollState,
-    ports: IntakePorts,
-    settings: IntakeSettings,
-    counts: CycleCounts,
-) -> None:
+def drain(session: LiveSession, intake: Intake) -> None:
     """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in order."""
-    ref, target = session.ref, session.tmux_target
-    rows = polls.deliveries(ref)
-    ledger = ledger_of(rows)
-    if not target or not any(e.state not in _DONE for e in ledger.entries):
-        return
-    texts = {str(r.get("id")): str(r.get("text", "")) for r in rows}
-    if ledger.pending:
-        resolutions = ledger.resolve(ports.pane_mark(target), max_retries=settings.max_retries)
-        ledger = _settle(ref, ledger, resolutions, polls, ports)
-    for comment_id in [e.comment_id for e in ledger.entries if e.state not in _DONE]:
-        ledger = ledger_of(polls.deliveries(ref))
-        entry = ledger.entry(comment_id)
-        if entry is None or entry.state not in (DeliveryState.WAITING, DeliveryState.HELD):
-            continue
-        if counts.stop_requested(ports.should_stop):
-            return  # the rest wait in the ledger for the next cycle
-        if _breaker_open(ref, rows, polls, ports, settings):
+    if session.tmux_target:
+        _Pane(session.ref, session.tmux_target, intake).drain()
+
+
+class _Pane:
+    """One session's pane and its ledger, drained with the intake's collaborators."""
+
+    def __init__(self, ref: WorkItemRef, target: str, intake: Intake) -> None:
+        self.ref, self.target, self.intake = ref, target, intake
+        self.ports, self.settings = intake.ports, intake.settings
+        self.polls = intake.ports.ledger
+
+    def drain(self) -> None:
+        rows = self.polls.deliveries(self.ref)
+        ledger = ledger_of(rows)
+        if not any(e.state not in _DONE for e in ledger.entries):
             return
-        text = texts.get(str(comment_id), "")
-        ledger = _attempt(ref, target, ledger, comment_id, text, ports, polls, settings)
-        done = ledger.entry(comment_id)
-        if done is not None and done.state is DeliveryState.DELIVERED:
-            counts.delivered += 1
+        texts = {str(r.get("id")): str(r.get("text", "")) for r in rows}
+        if ledger.pending:
+            mark = self.ports.pane_mark(self.target)
+            ledger = self._settle(ledger, ledger.resolve(mark, max_retries=self._retries))
+        for comment_id in [e.comment_id for e in ledger.entries if e.state not in _DONE]:
+            ledger = ledger_of(self.polls.deliveries(self.ref))
+            entry = ledger.entry(comment_id)
+            if entry is None or entry.state not in (DeliveryState.WAITING, DeliveryState.HELD):
+                continue
+            if self.intake.stopping():
+                return  # the rest wait in the ledger for the next cycle
+            if self._breaker_open(rows):
+                return
+            ledger = self._attempt(ledger, comment_id, texts.get(str(comment_id), ""))
+            done = ledger.entry(comment_id)
+            if done is not None and done.state is DeliveryState.DELIVERED:
+                self.intake.counts.delivered += 1
+
+    @property
+    def _retries(self) -> int:
+        return self.settings.max_retries
+
+    def _attempt(self, ledger: DeliveryLedger, comment_id: int, text: str) -> DeliveryLedger:
+        """One attempt: pending → paste+mark → delivered (or back to waiting, or given up)."""
+        ports, ref = self.ports, self.ref
+        ports.checkpoint("before-pending")
+        begun = ledger.begin(comment_id, max_retries=self._retries)
+        store_ledger(self.polls, ref, begun, ports.clock())
+        ports.checkpoint("after-pending")
+        attempt = _attempts(begun, comment_id)
+        delivery = Delivery(comment_id, text, f"{BUFFER_PREFIX}{ref.slug}-{comment_id}-{attempt}")
+        try:
+            ports.deliver(self.target, delivery)
+        except TheLoopError as error:
+            ports.warn(f"{ref.ref}: could not paste comment {comment_id}: {error}")
+            resolution = begun.paste_failed(comment_id, max_retries=self._retries)
+            return self._settle(begun, (resolution,))
+        # The paste and the mark are one tmux command list, run by the server as one unit:
+        # no instant lies between them, so "after the paste" is "after the mark".
+        ports.checkpoint("after-paste")
+        ports.checkpoint("after-mark")
+        done = begun.delivered(comment_id)
+        store_ledger(self.polls, ref, done, ports.clock())
+        ports.emit(
+            "poll.comment_delivered", work_item=ref.ref, comment_id=comment_id, attempt=attempt
+        )
+        ports.checkpoint("after-delivered")
+        return done
+
+    def _settle(
+        self, ledger: DeliveryLedger, resolutions: tuple[Resolution, ...]
+    ) -> DeliveryLedger:
+        """Write ``resolutions``; each give-up posts one marked comment and emits its event."""
+        settled = ledger.apply(resolutions)
+        store_ledger(self.polls, self.ref, settled, self.ports.clock())
+        for resolution in resolutions:
+            if resolution.verdict is Verdict.GIVE_UP:
+                self._give_up_notice(resolution)
+        return settled
+
+    def _give_up_notice(self, resolution: Resolution) -> None:
+        body = (
+            f"{AGENT_COMMENT_MARKER}\nthe-loop gave up delivering comment "
+            f"{resolution.comment_id} to the agent: {resolution.why}."
+        )
+        self._post(body)
+        self.ports.emit(
+            "poll.comment_given_up",
+            "warning",
+            work_item=self.ref.ref,
+            comment_id=resolution.comment_id,
+            why=str(resolution.why),
+        )
+
+    def _breaker_open(self, rows: list[Row]) -> bool:
+        """True when the session had its hour's deliveries; the first time, a notice and an
+        event."""
+        ref, polls, limit = self.ref, self.polls, self.settings.max_deliveries_per_hour
+        times = [
+            float(r["at"]) for r in polls.deliveries(ref) if isinstance(r.get("at"), int | float)
+        ]
+        state = breaker(times, now=self.ports.clock(), max_per_hour=limit)
+        noticed = any(r.get("breaker") for r in rows)
+        if not state.open:
+            if noticed:
+                polls.change(ref, _mark_breaker(False))
+            return False
+        if not noticed:
+            polls.change(ref, _mark_breaker(True))
+            body = (
+                f"{AGENT_COMMENT_MARKER}\nthe-loop is holding further comments for this "
+                f"session: {state.recent} were delivered within the hour "
+                f"(polling.maxDeliveriesPerHour is {limit})."
+            )
+            self._post(body)
+            self.ports.emit("poll.breaker_open", "warning", work_item=ref.ref, recent=state.recent)
+        return True
+
+    def _post(self, body: str) -> None:
+        try:
+            posted = self.ports.github.post_comment(self.ref, body)
+        except TheLoopError as error:
+            self.ports.warn(f"{self.ref.ref}: could not post a notice: {error}")
+            return
+        if posted is not None:
+            self.ports.posted.remember_posted(posted)
 
 
 def _attempts(ledger: DeliveryLedger, comment_id: int) -> int:
     entry = ledger.entry(comment_id)
     return entry.attempts if entry is not None else 0
-
-
-def _attempt(
-    ref: WorkItemRef,
-    target: str,
-    ledger: DeliveryLedger,
-    comment_id: int,
-    text: str,
-    ports: IntakePorts,
-    polls: PollState,
-    settings: IntakeSettings,
-) -> DeliveryLedger:
-    """One attempt: pending → paste+mark → delivered (or back to waiting, or given up)."""
-    ports.checkpoint("before-pending")
-    begun = ledger.begin(comment_id, max_retries=settings.max_retries)
-    store_ledger(polls, ref, begun, ports.clock())
-    ports.checkpoint("after-pending")
-    attempt = _attempts(begun, comment_id)
-    delivery = Delivery(comment_id, text, f"{BUFFER_PREFIX}{ref.slug}-{comment_id}-{attempt}")
-    try:
-        ports.deliver(target, delivery)
-    except TheLoopError as error:
-        ports.warn(f"{ref.ref}: could not paste comment {comment_id}: {error}")
-        resolution = begun.paste_failed(comment_id, max_retries=settings.max_retries)
-        return _settle(ref, begun, (resolution,), polls, ports)
-    # The paste and the mark are one tmux command list, run by the server as one unit:
-    # no instant lies between them, so "after the paste" is "after the mark".
-    ports.checkpoint("after-paste")
-    ports.checkpoint("after-mark")
-    done = begun.delivered(comment_id)
-    store_ledger(polls, ref, done, ports.clock())
-    ports.emit("poll.comment_delivered", work_item=ref.ref, comment_id=comment_id, attempt=attempt)
-    ports.checkpoint("after-delivered")
-    return done
-
-
-def _settle(
-    ref: WorkItemRef,
-    ledger: DeliveryLedger,
-    resolutions: tuple[Resolution, ...],
-    polls: PollState,
-    ports: IntakePorts,
-) -> DeliveryLedger:
-    """Write ``resolutions``; each give-up posts one marked comment and emits its event."""
-    settled = ledger.apply(resolutions)
-    store_ledger(polls, ref, settled, ports.clock())
-    for resolution in resolutions:
-        if resolution.verdict is Verdict.GIVE_UP:
-            _give_up_notice(ref, resolution, ports)
-    return settled
-
-
-def _give_up_notice(ref: WorkItemRef, resolution: Resolution, ports: IntakePorts) -> None:
-    body = (
-        f"{AGENT_COMMENT_MARKER}\nthe-loop gave up delivering comment "
-        f"{resolution.comment_id} to the agent: {resolution.why}."
-    )
-    _post(ref, body, ports)
-    ports.emit(
-        "poll.comment_given_up",
-        "warning",
-        work_item=ref.ref,
-        comment_id=resolution.comment_id,
-        why=str(resolution.why),
-    )
-
-
-def _breaker_open(
-    ref: WorkItemRef,
-    rows: list[Row],
-    polls: PollState,
-    ports: IntakePorts,
-    settings: IntakeSettings,
-) -> bool:
-    """True when the session had its hour's deliveries; the first time, a notice and an event."""
-    times = [float(r["at"]) for r in polls.deliveries(ref) if isinstance(r.get("at"), int | float)]
-    state = breaker(times, now=ports.clock(), max_per_hour=settings.max_deliveries_per_hour)
-    noticed = any(r.get("breaker") for r in rows)
-    if not state.open:
-        if noticed:
-            polls.change(ref, _mark_breaker(False))
-        return False
-    if not noticed:
-        polls.change(ref, _mark_breaker(True))
-        body = (
-            f"{AGENT_COMMENT_MARKER}\nthe-loop is holding further comments for this session: "
-            f"{state.recent} were delivered within the hour "
-            f"(polling.maxDeliveriesPerHour is {settings.max_deliveries_per_hour})."
-        )
-        _post(ref, body, ports)
-        ports.emit("poll.breaker_open", "warning", work_item=ref.ref, recent=state.recent)
-    return True
 
 
 def _mark_breaker(open_now: bool) -> Callable[[Ledger], None]:
@@ -211,16 +215,6 @@ def _mark_breaker(open_now: bool) -> Callable[[Ledger], None]:
         stored[DELIVERIES] = rows
 
     return change
-
-
-def _post(ref: WorkItemRef, body: str, ports: IntakePorts) -> None:
-    try:
-        posted = ports.github.post_comment(ref, body)
-    except TheLoopError as error:
-        ports.warn(f"{ref.ref}: could not post a notice: {error}")
-        return
-    if posted is not None:
-        ports.posted.remember_posted(posted)
 
 
 __all__ = ["DELIVERED_MARK", "drain", "ledger_of", "store_ledger"]

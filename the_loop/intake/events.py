@@ -82,10 +82,13 @@ class Issue:
 
 
 def issue_from_json(data: Mapping[str, Any], ref: WorkItemRef) -> Issue:
-    """The item ``ref`` as ``data`` (GitHub's issue object) describes it; what it lacks
-    reads as empty (an answer that is not an open item reads as closed)."""
-    closer_fields = _object(data, "closed_by")
-    pull_fields = _object(data, "pull_request")
+    """The item ``ref`` as ``data`` describes it: GitHub's issue object (a pull request's
+    merge under ``pull_request.merged_at``, its closer in ``closed_by``) or its pull
+    request object (``merged_at`` and ``merged_by`` at the top, as a webhook's
+    ``pull_request`` carries them). What it lacks reads as empty; an answer that is not
+    an open item reads as closed."""
+    closer_fields = _object(data, "closed_by") or _object(data, "merged_by")
+    pull_fields = _object(data, "pull_request") or data
     raw_labels = data.get("labels")
     labels = cast(list[Any], raw_labels) if isinstance(raw_labels, list) else []
     names = frozenset(

@@ -170,13 +170,7 @@ class Round:
             if intake.stopping():
                 break
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
-                drain(
-                    session,
-                    polls=intake.ports.ledger,
-                    ports=intake.ports,
-                    settings=intake.settings,
-                    counts=intake.counts,
-                )
+                drain(session, intake)
 
     def closures(self) -> None:
         """End the sessions of closed items and endpoints of closed linked PRs; clear the
