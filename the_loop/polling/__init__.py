@@ -1,8 +1,7 @@
-"""The poller's domain: pure decisions over GitHub's answers, with no I/O.
+"""The poll reader: asks GitHub what changed and feeds the intake (decision 016).
 
-Each module has one job: the keyword grammar (``keywords``), who may command
-(``people``), a comment as a value (``github_comment``), one comment's fate
-(``comments``), the text an agent receives (``delivery``), the delivery ledger's
-state machine and breaker (``ledger``), and the watched set and closures
-(``watched``). Collaborators and settings come in as typed values.
+The cycle (``cycle``) reads each repository's changes with conditional requests: its
+kept listing of items (``watch_cache``, brought up to date by ``listing``), then the
+comments since its cursor, fed in order to a round of the intake. Its collaborators
+come in as typed values (``reads``).
 """
