@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import re
 import socket
 import threading
 import urllib.parse
@@ -149,6 +150,11 @@ class Failure:
     retry_after: int | None = None
     stall_seconds: float = 0.0
     hang_up: bool = False  # close the connection without an answer
+    body: bytes | None = None  # answer these bytes (with ``status``, or 200) instead
+    raw: bytes | None = None  # write these bytes as the whole answer, then hang up
+    trickle_seconds: float = 0.0  # send the body one byte per this many seconds
+    trickle_head: bool = False  # trickle the status line and the headers too
+    headers: dict[str, str] = field(default_factory=dict[str, str])  # added to the answer
 
 
 #: The status logged for a request the fake hung up on.
@@ -180,10 +186,22 @@ class FakeGitHub:
     requests: list[LoggedRequest] = field(default_factory=list[LoggedRequest])
     budgets: dict[str, RateBudget] = field(default_factory=dict[str, RateBudget])
     failures: dict[str, Failure] = field(default_factory=dict[str, Failure])
+    #: Items no longer there, and what a GET of each answers (410 deleted, 404 out of reach).
+    removed: dict[tuple[str, str, int], int] = field(
+        default_factory=dict[tuple[str, str, int], int]
+    )
     connections: int = 0
+    #: The most entries a page holds (GitHub's is 100; fewer make a long history cheap).
+    max_per_page: int = MAX_PER_PAGE
     released: threading.Event = field(default_factory=threading.Event)
     lock: threading.RLock = field(default_factory=threading.RLock)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1001))
+    #: Each login's role in a repository, keyed ``(owner, repo, login lower-cased)``; a
+    #: login not set has ``default_role``; a role of None: GitHub knows no such user (404).
+    roles: dict[tuple[str, str, str], str | None] = field(
+        default_factory=dict[tuple[str, str, str], str | None]
+    )
+    default_role: str = "write"
 
     # -- what the test drives -------------------------------------------------
 
@@ -269,6 +287,18 @@ class FakeGitHub:
             issue = self.issues[(owner, repo, number)]
             issue.labels, issue.updated_at = list(labels), self.now
 
+    def remove_issue(self, repository: str, number: int, *, status: int = 410) -> None:
+        """Delete an item (410, as GitHub answers for a deleted issue) or transfer it out
+        of the token's reach (404): it and its comments leave every listing, and a GET
+        of it or its thread answers ``status``."""
+        owner, repo = repository.split("/")
+        with self.lock:
+            del self.issues[(owner, repo, number)]
+            self.comments = [
+                c for c in self.comments if (c.owner, c.repo, c.number) != (owner, repo, number)
+            ]
+            self.removed[(owner, repo, number)] = status
+
     def set_budget(self, token: str, *, remaining: int, limit: int = 5000, reset: int = 0) -> None:
         """The rate budget of ``token`` (``""``: unauthenticated requests)."""
         with self.lock:
@@ -283,15 +313,60 @@ class FakeGitHub:
         retry_after: int | None = None,
         stall_seconds: float = 0.0,
         hang_up: bool = False,
+        body: bytes | None = None,
+        raw: bytes | None = None,
+        trickle_seconds: float = 0.0,
+        trickle_head: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> None:
         """The next ``count`` requests to ``path`` stall, then answer ``status`` (0: normally).
 
         A stall of ``float("inf")`` waits until :attr:`released` is set or the fake
         stops (at most ``MAX_STALL_SECONDS``); ``hang_up`` closes the connection
-        instead of answering.
+        instead of answering. ``body`` answers those bytes (``status`` or 200) and
+        ``raw`` writes its bytes as the whole answer (status line and headers
+        included), as a broken proxy might; ``trickle_seconds`` sends the body (and
+        with ``trickle_head`` the status line and headers) one byte at a time, until
+        :attr:`released` is set or ``MAX_STALL_SECONDS`` pass. A ``path`` ending in
+        ``/`` stands for every path under it (see :meth:`fail_repository`).
         """
+        failure = Failure(
+            count,
+            status,
+            retry_after,
+            stall_seconds,
+            hang_up,
+            body,
+            raw,
+            trickle_seconds,
+            trickle_head,
+            dict(headers or {}),
+        )
         with self.lock:
-            self.failures[path] = Failure(count, status, retry_after, stall_seconds, hang_up)
+            self.failures[path] = failure
+
+    def fail_repository(self, repository: str, *, count: int = 1, **how: Any) -> None:
+        """The next ``count`` requests to any path of ``repository`` fail as :meth:`fail_next`
+        says (a path's own failure is taken first)."""
+        self.fail_next(f"/repos/{repository}/", count=count, **how)
+
+    def add_history(
+        self, repository: str, number: int, count: int, *, login: str = "alice"
+    ) -> list[FakeComment]:
+        """``count`` old comments on ``number``, a second apart, the last one at :attr:`now`."""
+        self.advance(-count)
+        added: list[FakeComment] = []
+        for index in range(count):
+            self.advance(1)
+            added.append(self.add_comment(repository, number, f"history {index}", login=login))
+        return added
+
+    def set_role(self, repository: str, login: str, role: str | None) -> None:
+        """``login``'s role in ``repository``: admin, maintain, write, triage, read or none
+        (None: no such user, a 404). Never bumps anything: GitHub lists no change."""
+        owner, repo = repository.split("/")
+        with self.lock:
+            self.roles[(owner, repo, login.lower())] = role
 
     def logged(self, method: str = "", path: str = "") -> list[LoggedRequest]:
         with self.lock:
@@ -309,13 +384,18 @@ class FakeGitHub:
 
     def take_failure(self, path: str) -> Failure | None:
         with self.lock:
-            failure = self.failures.get(path)
+            key = path if path in self.failures else self._failing_prefix(path)
+            failure = self.failures.get(key) if key else None
             if failure is None:
                 return None
             failure.count -= 1
             if failure.count <= 0:
-                del self.failures[path]
+                del self.failures[key]
             return failure
+
+    def _failing_prefix(self, path: str) -> str:
+        prefixes = [key for key in self.failures if key.endswith("/") and path.startswith(key)]
+        return max(prefixes, key=len, default="")
 
     def open_connection(self) -> int:
         with self.lock:
@@ -340,8 +420,17 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict[str, str])
 
 
+#: ``/repos/{owner}/{repo}/collaborators/{login}/permission``.
+_PERMISSION_PATH = re.compile(r"/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission")
+
+
 def not_found() -> Answer:
     return Answer(404, {"message": "Not Found"})
+
+
+def removed_answer(status: int) -> Answer:
+    """What GitHub answers for an item deleted (410) or moved out of reach (404)."""
+    return Answer(status, {"message": "This issue was deleted" if status == 410 else "Not Found"})
 
 
 class Routes:
@@ -353,6 +442,9 @@ class Routes:
 
     def answer(self, method: str, path: str, query: dict[str, str], body: bytes) -> Answer:
         """The endpoint's answer; a malformed ``since``, ``page`` or ``per_page`` is a 422."""
+        asked = _PERMISSION_PATH.fullmatch(path) if method == "GET" else None
+        if asked is not None:
+            return self.permission(*asked.groups())
         try:
             return self.route(method, path, query, body)
         except ValueError as error:
@@ -375,11 +467,23 @@ class Routes:
             return self.issue(owner, repo, rest[1], pull=False)
         if rest[0] == "issues" and len(rest) == 3 and rest[2] == "comments":
             if self.find(owner, repo, rest[1]) is None:
-                return not_found()
+                removed = self.fake.removed.get((owner, repo, int(rest[1])))
+                return not_found() if removed is None else removed_answer(removed)
             return self.list_comments(owner, repo, int(rest[1]), query, path)
         if rest[0] == "pulls" and len(rest) == 2:
             return self.issue(owner, repo, rest[1], pull=True)
         return not_found()
+
+    def permission(self, owner: str, repo: str, login: str) -> Answer:
+        """``GET /repos/{o}/{r}/collaborators/{login}/permission``: ``permission`` is the
+        legacy base role (maintain reads as write, triage as read), ``role_name`` the role."""
+        key = (owner, repo, login.lower())
+        role = self.fake.roles.get(key, self.fake.default_role)
+        if role is None:
+            return Answer(404, {"message": f"{login} is not a user"})
+        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        user = {"login": login, "type": "User", "permissions": {}}
+        return Answer(200, {"permission": legacy, "role_name": role, "user": user})
 
     def find(self, owner: str, repo: str, number: str) -> FakeIssue | None:
         if not number.isdigit():
@@ -387,6 +491,9 @@ class Routes:
         return self.fake.issues.get((owner, repo, int(number)))
 
     def issue(self, owner: str, repo: str, number: str, *, pull: bool) -> Answer:
+        removed = self.fake.removed.get((owner, repo, int(number))) if number.isdigit() else None
+        if removed is not None:
+            return removed_answer(removed)
         issue = self.find(owner, repo, number)
         if issue is None or (pull and not issue.pull_request):
             return not_found()
@@ -437,6 +544,7 @@ class Routes:
     ) -> Answer:
         """One page of ``items``; only that page's entries are converted (``convert``)."""
         per_page = min(max(int(query.get("per_page", DEFAULT_PER_PAGE)), 1), MAX_PER_PAGE)
+        per_page = min(per_page, self.fake.max_per_page)
         number = max(int(query.get("page", 1)), 1)
         last = max((len(items) + per_page - 1) // per_page, 1)
         chunk = items[(number - 1) * per_page : number * per_page]
@@ -496,6 +604,7 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
         split = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
         headers = {name.lower(): value for name, value in self.headers.items()}
+        self.failure: Failure | None = None
         status, extra, data = self.respond(method, split.path, query, headers, body)
         with self.fake.lock:
             self.fake.requests.append(
@@ -504,7 +613,37 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
         if status == NO_ANSWER:
             self.close_connection = True
             return
-        self.send(status, extra, data)
+        failure = self.failure
+        if failure is not None and failure.raw is not None:
+            self.close_connection = True
+            self.trickle(failure.raw, failure.trickle_seconds)
+        elif failure is not None and failure.trickle_seconds:
+            self.close_connection = True
+            head = _head(status, {**extra, "Content-Length": str(len(data))})
+            if failure.trickle_head:
+                self.trickle(head + data, failure.trickle_seconds)
+            else:
+                self.trickle(head, 0.0)
+                self.trickle(data, failure.trickle_seconds)
+        else:
+            self.send(status, extra, data)
+
+    def trickle(self, data: bytes, seconds: float) -> None:
+        """Write ``data`` (one byte per ``seconds`` when given) until the fake is released."""
+        deadline = threading.Event()
+        timer = threading.Timer(MAX_STALL_SECONDS, deadline.set)
+        timer.start()
+        try:
+            step = 1 if seconds else max(len(data), 1)
+            for start in range(0, len(data), step):
+                if seconds and (self.fake.released.wait(seconds) or deadline.is_set()):
+                    return
+                self.wfile.write(data[start : start + step])
+                self.wfile.flush()
+        except OSError:
+            return  # the client gave up
+        finally:
+            timer.cancel()
 
     def respond(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
@@ -513,18 +652,14 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
         token = _bearer(headers.get("authorization", ""))
         if fake.tokens and token not in fake.tokens:
             return 401, {}, _json({"message": "Bad credentials"})
-        failure = fake.take_failure(path)
+        failure = self.failure = fake.take_failure(path)
         if failure is not None and failure.stall_seconds:
             fake.released.wait(min(failure.stall_seconds, MAX_STALL_SECONDS))
         if failure is not None and failure.hang_up:
             return NO_ANSWER, {}, b""
         budget = fake.budget(token)
-        if failure is not None and failure.status:
-            extra = budget.headers()
-            if failure.retry_after is not None:
-                extra["retry-after"] = str(failure.retry_after)
-            message = "You have exceeded a secondary rate limit."
-            return failure.status, extra, _json({"message": message})
+        if failure is not None and (failure.body is not None or failure.status):
+            return _failed_answer(failure, budget)
         if budget.remaining <= 0:
             return 403, budget.headers(), _json({"message": "API rate limit exceeded"})
         login = fake.tokens.get(token, "the-loop-bot")
@@ -560,6 +695,29 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the request log is :attr:`FakeGitHub.requests`."""
+
+
+def _failed_answer(failure: Failure, budget: RateBudget) -> tuple[int, dict[str, str], bytes]:
+    """What an injected failure answers: its own bytes, or its status with a message."""
+    extra = {**budget.headers(), **failure.headers}
+    if failure.body is not None:
+        budget.remaining -= 1
+        return failure.status or 200, extra, failure.body
+    if failure.retry_after is not None:
+        extra["retry-after"] = str(failure.retry_after)
+    message = "You have exceeded a secondary rate limit."
+    return failure.status, extra, _json({"message": message})
+
+
+def _head(status: int, headers: dict[str, str]) -> bytes:
+    """The status line and headers of an answer written by hand (a trickle)."""
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines.append("Content-Type: application/json; charset=utf-8")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+_REASONS = {200: "OK", 304: "Not Modified", 404: "Not Found", 502: "Bad Gateway"}
 
 
 def _bearer(header: str) -> str:

@@ -32,8 +32,8 @@ def ledger_of(*ids: int) -> DeliveryLedger:
 
 def test_a_delivery_goes_waiting_pending_delivered_counting_its_attempt() -> None:
     ledger = ledger_of(1).begin(1, max_retries=RETRIES)
-    assert ledger.entry(1) == DeliveryEntry(1, DeliveryState.PENDING, 1)
-    assert ledger.delivered(1).entry(1) == DeliveryEntry(1, DeliveryState.DELIVERED, 1)
+    assert ledger.entry(1) == DeliveryEntry(1, DeliveryState.PENDING, 1, begun=1)
+    assert ledger.delivered(1).entry(1) == DeliveryEntry(1, DeliveryState.DELIVERED, 1, begun=1)
 
 
 def test_nothing_new_may_begin_while_an_entry_is_pending() -> None:
@@ -64,13 +64,13 @@ def test_held_comments_are_released_at_resume_in_the_order_they_were_held() -> N
     assert [e.comment_id for e in released.entries] == [5, 3, 4]
 
 
-def test_a_new_attempt_moves_the_entry_last_the_order_its_paste_could_reach_the_pane() -> None:
+def test_a_new_attempt_keeps_the_entry_in_its_place_and_numbers_it_the_panes_latest() -> None:
     ledger = ledger_of(1, 2)
-    ledger = ledger.begin(1, max_retries=RETRIES)
-    ledger = ledger.apply([ledger.paste_failed(1, max_retries=RETRIES)])
-    ledger = ledger.begin(2, max_retries=RETRIES).delivered(2).begin(1, max_retries=RETRIES)
-    assert [e.comment_id for e in ledger.entries] == [2, 1]
-    assert ledger.entry(1) == DeliveryEntry(1, DeliveryState.PENDING, 2)
+    ledger = ledger.begin(1, max_retries=RETRIES).delivered(1).begin(2, max_retries=RETRIES)
+    ledger = ledger.apply([ledger.paste_failed(2, max_retries=RETRIES)])
+    ledger = ledger.begin(2, max_retries=RETRIES)
+    assert [e.comment_id for e in ledger.entries] == [1, 2]
+    assert ledger.entry(2) == DeliveryEntry(2, DeliveryState.PENDING, 2, begun=3)
 
 
 def test_a_refused_paste_is_retried_until_the_attempts_are_spent_then_given_up() -> None:
@@ -81,7 +81,7 @@ def test_a_refused_paste_is_retried_until_the_attempts_are_spent_then_given_up()
         verdicts.append(resolution.verdict)
         ledger = ledger.apply([resolution])
     assert verdicts == [Verdict.RETRY, Verdict.RETRY, Verdict.GIVE_UP]
-    assert ledger.entry(1) == DeliveryEntry(1, DeliveryState.GIVEN_UP, RETRIES)
+    assert ledger.entry(1) == DeliveryEntry(1, DeliveryState.GIVEN_UP, RETRIES, begun=RETRIES)
     with pytest.raises(LedgerTransitionError):
         ledger.begin(1, max_retries=RETRIES)
 

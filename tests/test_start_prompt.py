@@ -35,6 +35,9 @@ class StartWorld(World):
                     "defaultHarness": "command",
                     "harnesses": {"command": {"argv": [*agent, str(self.prompt_file)]}},
                     "prompt": prompt,
+                    # The fake's tickets are alice's: an authorized author's ticket is not
+                    # framed as untrusted (tests/test_safer_agent_ticket.py).
+                    "authorizedUsers": ["alice"],
                     "workspace": {
                         "root": str(tmp_path / "workspaces"),
                         "repositories": {REPO: str(make_remote(tmp_path, "app"))},

@@ -248,6 +248,14 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "lets the poller find armed items by re-reading only the records that changed",
     ),
     GeneratedPath(
+        "permission answers",
+        "local/poll-permissions.json",
+        False,
+        "per repository and login: GitHub's word for its access (admin, write, read, none) "
+        "and when it was asked",
+        "a login that commands is asked about once an hour, not at every command",
+    ),
+    GeneratedPath(
         "poll status",
         "local/poll-status.json",
         False,

@@ -6,7 +6,7 @@ close path, cleanup); nothing here decides what a comment means: that is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from the_loop.adapters.release import clean_up
 from the_loop.adapters.stores import Stores
@@ -14,6 +14,7 @@ from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.errors import TheLoopError
 from the_loop.intake.comments import SessionState
 from the_loop.intake.delivery import DELIVERED_MARK, Delivery
+from the_loop.intake.people import AuthorizedUsers
 from the_loop.intake.ports import ItemFacts, LiveSession
 from the_loop.intake.prompt import render_prompt
 from the_loop.portable.control import PAUSE, RESUME, START, STOP
@@ -21,6 +22,8 @@ from the_loop.ref import WorkItemRef
 
 #: The close reason when the login that closed the ticket is not authorized.
 CLOSED_BY_STRANGER = "ticket closed; checkouts kept: it was not closed by an authorized user"
+#: The start of the close reason when GitHub no longer has the ticket (then why).
+TICKET_GONE = "ticket gone from GitHub (deleted or transferred); checkouts kept"
 
 
 def live_sessions(stores: Stores) -> list[LiveSession]:
@@ -42,6 +45,8 @@ class Actions:
     stores: Stores
     dispatcher: Dispatcher
     prompt_template: str
+    #: Whose tickets the first prompt takes as the operator's (others are framed untrusted).
+    authorized: AuthorizedUsers = field(default_factory=lambda: AuthorizedUsers.of(()))
 
     def control(self, facts: ItemFacts, verb: str, actor: str) -> str:
         """Run ``verb`` for the item as ``sessions <verb>`` would; its outcome word."""
@@ -69,7 +74,7 @@ class Actions:
     def _start(self, facts: ItemFacts, actor: str) -> str:
         session = self.stores.registry.find_by_work_item(facts.ref)
         if session is None:
-            prompt = render_prompt(self.prompt_template, facts)
+            prompt = render_prompt(self.prompt_template, facts, self.authorized)
             self.dispatcher.spawn(facts.ref, prompt=prompt, actor=actor, record_control=False)
             return "started"
         if session.is_paused:
@@ -80,11 +85,18 @@ class Actions:
     def close(self, ref: WorkItemRef, cleanup: bool) -> None:
         """The one close path; the checkouts are cleaned up only when ``cleanup`` (the
         closer is authorized), and kept otherwise whatever the retention settings say."""
+        self._close(ref, cleanup, "ticket closed" if cleanup else CLOSED_BY_STRANGER)
+
+    def close_gone(self, ref: WorkItemRef, why: str) -> None:
+        """The one close path for a ticket GitHub no longer has: checkouts kept, the reason
+        saying it is gone and ``why``."""
+        self._close(ref, False, f"{TICKET_GONE}: {why}")
+
+    def _close(self, ref: WorkItemRef, cleanup: bool, reason: str) -> None:
         registry = self.stores.registry
         with registry.spawn_lock(ref):
             session = registry.find_by_work_item(ref)
             if session is not None:
-                reason = "ticket closed" if cleanup else CLOSED_BY_STRANGER
                 self.dispatcher.close_session(session, reason, keep_checkouts=not cleanup)
             if cleanup:
                 clean_up(self.dispatcher, ref, actor="", source="comment")

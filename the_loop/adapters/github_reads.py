@@ -3,7 +3,9 @@
 :class:`ClientReads` is both :class:`~the_loop.polling.reads.GitHubReads` (the
 listings a cycle reads) and :class:`~the_loop.intake.ports.GitHubPort` (a thread, an
 item, a notice), and remembers what the daemon's pacing needs: the last rate limit,
-``x-poll-interval``, and every refusal.
+``x-poll-interval``, and every refusal with the repository it came from. An answer
+that is not the shape GitHub documents (a page that is not a list of objects, an item
+that is not an issue) is a refusal like any other, never a value the intake reads.
 """
 
 from __future__ import annotations
@@ -11,15 +13,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from the_loop.github.backoff import RatePolicy
-from the_loop.github.client import GitHubClient
-from the_loop.github.replies import GitHubHTTPError, Listing, RateLimit
+from the_loop.github.client import MAX_PAGES, Beyond, GitHubClient
+from the_loop.github.replies import GitHubHTTPError, RateLimit
 from the_loop.intake.events import Issue, IssueComment, comments_from_json, issue_from_json
 from the_loop.intake.ports import Json
-from the_loop.polling.reads import CommentsPage, ListingPage
+from the_loop.polling.reads import FIRST_SIGHT_PAGES, CommentsPage, ListingPage
 from the_loop.ref import WorkItemRef
+
+
+class Refusal(NamedTuple):
+    """A request GitHub refused or never answered usably, and the repository it asked."""
+
+    repository: str
+    error: GitHubHTTPError
 
 
 @dataclass
@@ -27,7 +36,7 @@ class ClientReads:
     """The reads and the one write over the REST client.
 
     Remembers the last rate limit and ``x-poll-interval`` it saw, and every refusal
-    (the daemon's back-off is computed from them).
+    (the back-offs are computed from them).
     """
 
     client: GitHubClient
@@ -35,22 +44,37 @@ class ClientReads:
     remaining: int | None = None
     rate: RateLimit | None = None
     poll_interval: int | None = None
-    refusals: list[GitHubHTTPError] = field(default_factory=list[GitHubHTTPError])
+    refusals: list[Refusal] = field(default_factory=list[Refusal])
 
     def _listing(
-        self, path: str, params: dict[str, str | int], *, keep: bool, conditional: bool = True
-    ) -> Listing:
+        self,
+        repository: str,
+        path: str,
+        params: dict[str, str | int],
+        *,
+        keep: bool,
+        conditional: bool = True,
+        max_pages: int = MAX_PAGES,
+        beyond: Beyond = "refuse",
+    ) -> ListingPage:
+        """The listing's entries, each an object; a refusal is remembered, then raised."""
         try:
             listing = self.client.get_all_pages(
-                path, params, keep_bodies=keep, conditional=conditional
+                path,
+                params,
+                keep_bodies=keep,
+                conditional=conditional,
+                max_pages=max_pages,
+                beyond=beyond,
             )
+            entries = listing.items
         except GitHubHTTPError as error:
-            self.refusals.append(error)
+            self.refusals.append(Refusal(repository, error))
             raise
         self._rate(listing.rate)
         if listing.poll_interval is not None:
             self.poll_interval = max(self.poll_interval or 0, listing.poll_interval)
-        return listing
+        return ListingPage(entries, listing.not_modified, listing.complete, listing.truncated)
 
     def open_items(
         self, repository: str, labels: Sequence[str], *, fresh: bool = False
@@ -60,11 +84,11 @@ class ClientReads:
         if labels:
             params["labels"] = ",".join(labels)
         path = f"/repos/{repository}/issues"
-        listing = self._listing(path, params, keep=False, conditional=not fresh)
-        return _page(listing)
+        return self._listing(repository, path, params, keep=False, conditional=not fresh)
 
     def changed_items(self, repository: str, since: str) -> ListingPage:
-        """Every issue and PR, open or closed, updated at or after ``since``, oldest first."""
+        """Every issue and PR, open or closed, updated at or after ``since``, oldest first
+        (past the page cap, the oldest: the next read goes on from them)."""
         params: dict[str, str | int] = {
             "state": "all",
             "since": since,
@@ -72,37 +96,54 @@ class ClientReads:
             "direction": "asc",
             "per_page": 100,
         }
-        return _page(self._listing(f"/repos/{repository}/issues", params, keep=False))
+        path = f"/repos/{repository}/issues"
+        return self._listing(repository, path, params, keep=False, beyond="first")
 
     def comments_since(self, repository: str, since: str | None) -> CommentsPage:
+        """The comments updated at or after ``since``, oldest first (past the page cap,
+        the oldest); with no ``since``, only the newest :data:`FIRST_SIGHT_PAGES` pages."""
         params: dict[str, str | int] = {"sort": "updated", "direction": "asc", "per_page": 100}
         if since is not None:
             params["since"] = since
-        listing = self._listing(f"/repos/{repository}/issues/comments", params, keep=False)
-        return CommentsPage(cast(list[Json], listing.items), listing.not_modified)
+        path = f"/repos/{repository}/issues/comments"
+        if since is None:
+            return self._listing(
+                repository, path, params, keep=False, max_pages=FIRST_SIGHT_PAGES, beyond="last"
+            )
+        return self._listing(repository, path, params, keep=False, beyond="first")
 
     def thread(self, ref: WorkItemRef) -> Sequence[Json]:
+        """The item's comments, oldest first (past the page cap, the newest pages)."""
         path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"
-        listing = self._listing(path, {"per_page": 100}, keep=True)
-        return cast(list[Json], listing.items)
+        name = f"{ref.owner}/{ref.repo}"
+        return self._listing(name, path, {"per_page": 100}, keep=True, beyond="last").entries
 
     def item(self, ref: WorkItemRef) -> Json:
+        """The item's issue object; a refusal for anything GitHub would not send as one."""
+        path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}"
         try:
-            answer = self.client.get(
-                f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}", keep_body=True
-            )
+            answer = self.client.get(path, keep_body=True)
+            data = answer.json()
+            issue = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+            if issue.get("state") not in ("open", "closed"):
+                raise answer.malformed(f"something that is not an issue for {ref.ref}")
         except GitHubHTTPError as error:
-            self.refusals.append(error)
+            self.refusals.append(Refusal(f"{ref.owner}/{ref.repo}", error))
             raise
         self._rate(answer.rate)
-        data = answer.json()
-        return cast(Json, data) if isinstance(data, dict) else {}
+        return issue
 
     def post_comment(self, ref: WorkItemRef, body: str) -> int | None:
+        """Post ``body``; the new comment's id, or None when GitHub's answer did not say
+        (the comment was posted all the same: the POST was answered 2xx)."""
         path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"
-        data = self.client.post_json(path, {"body": body}).json()
+        answer = self.client.post_json(path, {"body": body})
+        try:
+            data = answer.json()
+        except GitHubHTTPError:
+            return None
         posted = cast(dict[str, Any], data).get("id") if isinstance(data, dict) else None
-        return posted if isinstance(posted, int) else None
+        return posted if isinstance(posted, int) and not isinstance(posted, bool) else None
 
     def rate_low(self) -> bool:
         return not self.policy.may_run("item", self.rate, time.time())
@@ -110,10 +151,6 @@ class ClientReads:
     def _rate(self, rate: RateLimit | None) -> None:
         if rate is not None:
             self.rate, self.remaining = rate, rate.remaining
-
-
-def _page(listing: Listing) -> ListingPage:
-    return CommentsPage(cast(list[Json], listing.items), listing.not_modified, listing.complete)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from the_loop.adapters.actions import Actions, live_sessions
 from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
 from the_loop.adapters.github_reads import ClientReads, IntakeGitHub
+from the_loop.adapters.permissions import RepositoryPermissions
 from the_loop.adapters.stores import Stores
 from the_loop.adapters.watch_file import FileWatchCache
 from the_loop.config.file import Config
@@ -22,7 +23,13 @@ from the_loop.github.etags import FileEtagCache
 from the_loop.intake.comments import CommentPolicy, DeliverFrom
 from the_loop.intake.keywords import KeywordGrammar
 from the_loop.intake.people import AuthorizedUsers
-from the_loop.intake.ports import GitHubPort, IntakePorts, IntakeSettings, PostedComments
+from the_loop.intake.ports import (
+    GitHubPort,
+    IntakePorts,
+    IntakeSettings,
+    PostedComments,
+    RepositoryPermission,
+)
 from the_loop.polling.reads import PollSettings, ReaderPorts
 from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE
 from the_loop.portable.armed import ArmedRefs
@@ -51,12 +58,18 @@ def poll_settings(config: Config) -> PollSettings:
         max_deliveries_per_hour=int(config.get_float("polling.maxDeliveriesPerHour", 30)),
         policy=policy,
         prompt_template=config.get_str("routing.prompt", ""),
+        require_write_access=config.get_bool("routing.requireWriteAccess"),
     )
     return PollSettings(tuple(config.get_str_list("polling.repositories")), intake)
 
 
 def interval_seconds(config: Config) -> float:
     return config.get_float("polling.intervalSeconds", DEFAULT_INTERVAL)
+
+
+def request_deadline_seconds(config: Config) -> float:
+    """``polling.requestDeadlineSeconds``: the longest one request may take, in all."""
+    return config.get_float("polling.requestDeadlineSeconds")
 
 
 def intake_ports(
@@ -70,9 +83,10 @@ def intake_ports(
     checkpoint: Callable[[str], None] = lambda _step: None,
     should_stop: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.time,
+    permission: RepositoryPermission | None = None,
 ) -> IntakePorts:
     """The intake's collaborators over the open stores and the dispatcher's ``actions``;
-    any reader hands in its own GitHub, posted ids and armed refs."""
+    any reader hands in its own GitHub, posted ids, armed refs and permission check."""
     return IntakePorts(
         github=github,
         ledger=PollState(stores.store, registry=stores.registry),
@@ -81,6 +95,7 @@ def intake_ports(
         armed=armed,
         control=actions.control,
         close=actions.close,
+        close_gone=actions.close_gone,
         end_endpoint=actions.end_endpoint,
         deliver=actions.deliver,
         pane_mark=actions.pane_mark,
@@ -89,6 +104,7 @@ def intake_ports(
         warn=warn,
         checkpoint=checkpoint,
         should_stop=should_stop,
+        permission=permission,
     )
 
 
@@ -120,12 +136,16 @@ def poll_wiring(
     settings = poll_settings(config)
     etags = FileEtagCache.for_layout(layout)
     api = config.get_str("integrations.github.apiUrl", DEFAULT_API_URL) or DEFAULT_API_URL
-    actions = Actions(stores, dispatcher, settings.intake.prompt_template)
+    actions = Actions(
+        stores, dispatcher, settings.intake.prompt_template, settings.intake.policy.authorized
+    )
     spacer = PostSpacer()
     cursors = FileCursors(
         layout.local_dir / CURSOR_FILE, layout.local_locks_dir / "poll-cursors.lock"
     )
-    with GitHubClient(api, token, etags=etags, before_post=spacer.wait_turn) as client:
+    deadline = request_deadline_seconds(config)
+    client = GitHubClient(api, token, etags=etags, deadline=deadline, before_post=spacer.wait_turn)
+    with client:
         reads = ClientReads(client)
         armed = ArmedRefs(
             stores.store,
@@ -142,6 +162,7 @@ def poll_wiring(
             warn=warn,
             checkpoint=checkpoint,
             should_stop=should_stop,
+            permission=RepositoryPermissions.for_layout(client, layout).permission,
         )
         reader = ReaderPorts(reads, cursors, FileWatchCache.for_layout(layout))
         yield PollWiring(intake, reader, reads, client, etags)

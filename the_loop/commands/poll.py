@@ -8,7 +8,6 @@ cycle start, the config re-read each cycle) under an exclusive ``flock`` on
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import threading
@@ -16,15 +15,16 @@ import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from the_loop.commands.common import Context, format_parent, load_context, state_dir_parent, warn
+from the_loop.commands.poll_backoff import last_cycle, saved_backoff, status_waits, waiting_result
 from the_loop.commands.render import Result
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.daemons import PollerLock, poller_holder
 from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, UsageError
-from the_loop.fsio import read_json, write_json
-from the_loop.github.backoff import Backoff
+from the_loop.fsio import write_json
+from the_loop.github.backoff import Backoffs
 
 STOP_TIMEOUT_SECONDS = 30.0
 #: Test-only: the delivery step at which the poller kills itself (the crash proof).
@@ -63,16 +63,16 @@ def run_poll(args: argparse.Namespace) -> Result:
     the current item finish, then the poller exits 0."""
     context = load_context(args)
     _check_config(context)
-    with _holding(context), _stopping_on_signals() as stop:
+    with _holding(context) as lock, _stopping_on_signals() as stop:
         if args.once:
-            backoff = saved_backoff(context)
-            if backoff.seconds_left(time.time()) > 0:
-                return _waiting_result(backoff)
-            report, _ = _one_cycle(context, stop, backoff)
+            backoffs = saved_backoff(context)
+            if backoffs.token.seconds_left(time.time()) > 0:
+                return waiting_result(backoffs.token)
+            report, _ = _one_cycle(context, stop, backoffs)
             if stop():
                 stop.emit_stopped(context, cycles=1, cut_short=bool(report["stopped"]))
             return _report_result(report)
-        return _daemon(args, stop)
+        return _daemon(args, stop, lock)
 
 
 def _check_config(context: Context) -> None:
@@ -140,12 +140,12 @@ def _stopping_on_signals() -> Generator[StopRequest]:
 
 
 def _one_cycle(
-    context: Context, stop: StopRequest, backoff: Backoff | None = None
-) -> tuple[dict[str, Any], Backoff]:
+    context: Context, stop: StopRequest, backoffs: Backoffs | None = None
+) -> tuple[dict[str, Any], Backoffs]:
     from the_loop.commands.poll_cycle import one_cycle
 
     hook = _test_hook(stop)
-    report, after = one_cycle(context, checkpoint=hook, should_stop=stop, backoff=backoff)
+    report, after = one_cycle(context, checkpoint=hook, should_stop=stop, backoffs=backoffs)
     write_json(context.layout.local_dir / "poll-status.json", report)
     return report, after
 
@@ -169,42 +169,6 @@ def _test_hook(stop: StopRequest) -> Any:
     return checkpoint
 
 
-#: The longest wait a saved back-off may impose: GitHub's rate-limit window.
-MAX_SAVED_WAIT_SECONDS = 3600.0
-
-
-def saved_backoff(context: Context) -> Backoff:
-    """The back-off the last cycle left in ``local/poll-status.json`` (none when unreadable)."""
-    try:
-        last = read_json(context.layout.local_dir / "poll-status.json")
-    except (OSError, ValueError):
-        return Backoff()
-    saved = cast(dict[str, Any], last).get("backoff") if isinstance(last, dict) else None
-    if not isinstance(saved, dict):
-        return Backoff()
-    fields = cast(dict[str, Any], saved)
-    failures, resume_at = fields.get("failures"), fields.get("resumeAt")
-    if not isinstance(failures, int) or not isinstance(resume_at, (int, float)):
-        return Backoff()
-    if not math.isfinite(resume_at):
-        return Backoff(failures)
-    # A hand-edited or damaged file never holds the poller longer than GitHub's own
-    # rate-limit window.
-    return Backoff(failures, min(float(resume_at), time.time() + MAX_SAVED_WAIT_SECONDS))
-
-
-def _waiting_result(backoff: Backoff) -> Result:
-    """``--once`` while GitHub's last refusal still holds: no request, exit 1."""
-    left = backoff.seconds_left(time.time())
-    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(backoff.resume_at))
-    message = (
-        f"GitHub refused the last cycle: no request before {until} (in {left:.0f} s); "
-        "nothing was polled"
-    )
-    item = {"requests": 0, "waiting": True, "resumeAt": until, "waitSeconds": round(left, 3)}
-    return Result(items=(item,), text=lambda: (), errors=(message,), exit_code=EXIT_FAILED)
-
-
 def _report_result(report: dict[str, Any]) -> Result:
     failed: list[str] = report["failed"]
     lines = (
@@ -222,30 +186,48 @@ def _report_result(report: dict[str, Any]) -> Result:
     )
 
 
-def _daemon(args: argparse.Namespace, stop: StopRequest) -> Result:
+def _daemon(args: argparse.Namespace, stop: StopRequest, lock: PollerLock) -> Result:
     """A cycle every interval from cycle start, until a stop request (exit 0)."""
     from the_loop.adapters.poll_factory import interval_seconds
 
     cycles, cut_short = 0, False
     context = load_context(args)
-    backoff = saved_backoff(context)
+    backoffs = saved_backoff(context)
     _stores(context).events.emit("poll.started", interval_seconds=interval_seconds(context.config))
-    stop.asked.wait(backoff.seconds_left(time.time()))  # the last refusal still holds
+    stop.asked.wait(backoffs.token.seconds_left(time.time()))  # the last rate limit holds
     while not stop():
         started = time.monotonic()
         context = load_context(args)  # the config is re-read every cycle
         wait = interval_seconds(context.config)
         try:
-            report, backoff = _one_cycle(context, stop, backoff)
+            report, backoffs = _one_cycle(context, stop, backoffs)
             wait, cut_short = float(report["next_cycle_in"]), bool(report["stopped"])
         except TheLoopError as error:
             warn(f"poll: the cycle failed: {error}")
         cycles += 1
-        stop.asked.wait(max(wait - (time.monotonic() - started), 0.0))
+        _wait_holding(lock, stop, max(wait - (time.monotonic() - started), 0.0), context)
     stop.emit_stopped(context, cycles=cycles, cut_short=cut_short)
     return Result(
         items=({"cycles": cycles},), text=lambda: (f"poll: stopped after {cycles} cycles",)
     )
+
+
+#: How often a waiting daemon checks that its pidfile is still the file it locked.
+LOCK_CHECK_SECONDS = 2.0
+
+
+def _wait_holding(lock: PollerLock, stop: StopRequest, seconds: float, context: Context) -> None:
+    """Wait ``seconds`` or until a stop, checking the lock every few seconds: a pidfile
+    removed or replaced by a file nobody locks is taken again (said on stderr and in the
+    log); one another poller holds now ends this one (``TheLoopError``, exit 1)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if lock.check():
+            warn(f"poll: {lock.path} was removed or replaced; this poller holds it again")
+            _stores(context).events.emit("poll.pidfile_restored", "warning", pidfile=str(lock.path))
+        left = deadline - time.monotonic()
+        if left <= 0 or stop.asked.wait(min(left, LOCK_CHECK_SECONDS)):
+            return
 
 
 def _stores(context: Context) -> Stores:
@@ -253,16 +235,15 @@ def _stores(context: Context) -> Stores:
 
 
 def run_status(args: argparse.Namespace) -> Result:
-    """Running or not (by the lock), its pid, and the last cycle's report."""
+    """Running or not (by the lock), its pid, the last cycle's report, and who backs off:
+    the token's rate limit (every repository) or a repository for its own failures."""
     context = load_context(args)
     pid = poller_holder(context.layout.poll_pidfile)
-    try:
-        last = read_json(context.layout.local_dir / "poll-status.json")
-    except (OSError, ValueError):
-        last = None
-    item = {"running": pid is not None, "pid": pid, "lastCycle": last}
+    last = last_cycle(context)
+    waits, wait_lines = status_waits(last)
+    item = {"running": pid is not None, "pid": pid, "lastCycle": last, **waits}
     line = f"poll: running (pid {pid})" if pid is not None else "poll: not running"
-    return Result(items=(item,), text=lambda: (line,))
+    return Result(items=(item,), text=lambda: (line, *wait_lines))
 
 
 def run_stop(args: argparse.Namespace) -> Result:

@@ -25,6 +25,7 @@ def _harness_defaults() -> dict[str, Default]:
             f"{prefix}.args": [],
             f"{prefix}.argv": [],
             f"{prefix}.resumeArgv": [],
+            f"{prefix}.passEnv": [],
         }
     return defaults
 
@@ -66,12 +67,14 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "integrations.github.tokenEnv": "",
         "routing.control.keywordPrefix": "the-loop",
         "routing.authorizedUsers": [],
+        "routing.requireWriteAccess": True,
         "polling.intervalSeconds": 60.0,
         "polling.repositories": [],
         "polling.labels": [],
         "polling.maxRetries": 3.0,
         "polling.maxDeliveriesPerHour": 30.0,
         "polling.deliverFrom": "authorized",
+        "polling.requestDeadlineSeconds": 30.0,
     }
 )
 

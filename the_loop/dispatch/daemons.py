@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from the_loop.errors import TheLoopError
-from the_loop.fsio import make_directory, read_bytes, read_regular
+from the_loop.fsio import StrangerFile, make_directory, open_regular, read_bytes, read_regular
 from the_loop.layout import StateLayout
 
 
@@ -102,8 +102,9 @@ class PollerLock:
     """The exclusive ``flock`` on ``<root>/poll.pid``; the pid is written after it is taken.
 
     :meth:`acquire` raises :class:`TheLoopError` (exit 1) naming the holder when another
-    poller has it. The pidfile is written in place, never replaced: the lock lives on
-    its inode.
+    poller has it, and naming the file and what it is when it is not a regular file. The
+    pidfile is written in place, never replaced: the lock lives on its inode, so it is
+    held only while the path still names that inode (:meth:`check`).
     """
 
     def __init__(self, path: Path) -> None:
@@ -112,7 +113,49 @@ class PollerLock:
 
     def acquire(self) -> None:
         make_directory(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        for _attempt in range(_LOCK_ATTEMPTS):
+            fd = self._locked_descriptor()
+            if _names(self.path, fd):
+                break
+            os.close(fd)  # removed or replaced between the open and the lock: again
+        else:
+            raise TheLoopError(f"{self.path} kept changing while it was being locked")
+        _write_pid(fd)
+        self._fd = fd
+
+    def check(self) -> bool:
+        """Whether the lock still holds the path; when the pidfile was removed or replaced
+        by a file nobody locks, it is taken again (True: it was restored). Raises
+        :class:`TheLoopError` when another poller holds the path now."""
+        if self._fd is None or _names(self.path, self._fd):
+            return False
+        try:
+            fd = self._locked_descriptor()
+        except TheLoopError as error:
+            raise TheLoopError(f"{self.path} was replaced under this poller: {error}") from None
+        if not _names(self.path, fd):
+            os.close(fd)
+            raise TheLoopError(f"{self.path} kept changing while it was being locked")
+        _write_pid(fd)
+        os.close(self._fd)
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            if _names(self.path, self._fd):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+    def _locked_descriptor(self) -> int:
+        """The pidfile, opened (created when absent) and locked exclusively."""
+        try:
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)
+        except StrangerFile as error:
+            raise TheLoopError(f"{error.strerror}: remove it to run the poller") from None
+        except OSError as error:
+            raise TheLoopError(f"cannot open {self.path}: {error.strerror or error}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -121,16 +164,30 @@ class PollerLock:
             raise TheLoopError(
                 f"another poller holds {self.path} (pid {pid if pid is not None else '?'})"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        os.fsync(fd)
-        self._fd = fd
+        except OSError as error:
+            os.close(fd)
+            raise TheLoopError(f"cannot lock {self.path}: {error.strerror or error}") from None
+        return fd
 
-    def release(self) -> None:
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-            os.close(self._fd)
-            self._fd = None
+
+#: How many times a pidfile that changes between its open and its lock is tried again.
+_LOCK_ATTEMPTS = 5
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` (not followed) is the file open as ``fd``."""
+    try:
+        there = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _write_pid(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    os.fsync(fd)
 
 
 def poller_holder(path: Path) -> int | None:

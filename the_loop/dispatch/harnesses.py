@@ -1,7 +1,9 @@
 """Harness adapters: the argv that starts or resumes a coding agent.
 
 Every adapter returns an argv list that tmux executes directly (never a shell
-string). Session ids are fresh UUIDs.
+string). Session ids are fresh UUIDs. A harness given variables to unset starts its
+agent through ``env -u NAME ... --``: the tmux runner withholds the secrets no harness
+lets through, and this withholds the ones another harness lets through but this one not.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from the_loop.config.defaults import default_str
+from the_loop.dispatch.settings import AgentEnvironment
 
 if TYPE_CHECKING:
     from the_loop.config.file import Config
@@ -27,10 +30,11 @@ class Harness(ABC):
 
     name: str = ""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, *, unset_env: Sequence[str] = ()) -> None:
         if not binary:
             raise ValueError(f"the {self.name or 'harness'} binary must not be empty")
         self.binary = binary
+        self.unset_env = tuple(unset_env)
 
     @abstractmethod
     def start_argv(
@@ -66,6 +70,13 @@ class Harness(ABC):
         """True when the binary is found on PATH (or is an executable path)."""
         return shutil.which(self.binary) is not None
 
+    def _without_env(self, argv: list[str]) -> list[str]:
+        """``argv``, started by ``env -u NAME ... --`` when this harness unsets variables."""
+        if not self.unset_env:
+            return argv
+        unsets = [option for name in self.unset_env for option in ("-u", name)]
+        return ["env", *unsets, "--", *argv]
+
 
 class _AgentCli(Harness):
     """An agent CLI: ``<binary> <flag> <id> [--model M] [args...] [<prompt>]``.
@@ -77,8 +88,10 @@ class _AgentCli(Harness):
     start_flag = ""
     resume_flag = ""
 
-    def __init__(self, binary: str, args: Sequence[str] = ()) -> None:
-        super().__init__(binary)
+    def __init__(
+        self, binary: str, args: Sequence[str] = (), *, unset_env: Sequence[str] = ()
+    ) -> None:
+        super().__init__(binary, unset_env=unset_env)
         self.args = tuple(args)
 
     def start_argv(
@@ -108,7 +121,8 @@ class _AgentCli(Harness):
             raise ValueError(f"invalid harness session id {session_id!r}")
         model_args = ["--model", model] if model else []
         prompt_args = [prompt] if prompt else []
-        return [self.binary, flag, session_id, *model_args, *self.args, *prompt_args]
+        argv = [self.binary, flag, session_id, *model_args, *self.args, *prompt_args]
+        return self._without_env(argv)
 
 
 class ClaudeHarness(_AgentCli):
@@ -124,9 +138,13 @@ class ClaudeHarness(_AgentCli):
     resume_flag = "--resume"
 
     def __init__(
-        self, binary: str = default_str("routing.harnesses.claude.binary"), args: Sequence[str] = ()
+        self,
+        binary: str = default_str("routing.harnesses.claude.binary"),
+        args: Sequence[str] = (),
+        *,
+        unset_env: Sequence[str] = (),
     ) -> None:
-        super().__init__(binary, args)
+        super().__init__(binary, args, unset_env=unset_env)
 
 
 class CursorHarness(_AgentCli):
@@ -138,9 +156,13 @@ class CursorHarness(_AgentCli):
     resume_flag = "--resume"
 
     def __init__(
-        self, binary: str = default_str("routing.harnesses.cursor.binary"), args: Sequence[str] = ()
+        self,
+        binary: str = default_str("routing.harnesses.cursor.binary"),
+        args: Sequence[str] = (),
+        *,
+        unset_env: Sequence[str] = (),
     ) -> None:
-        super().__init__(binary, args)
+        super().__init__(binary, args, unset_env=unset_env)
 
 
 class CommandHarness(Harness):
@@ -151,12 +173,18 @@ class CommandHarness(Harness):
 
     name = "command"
 
-    def __init__(self, argv: Sequence[str], resume_argv: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        resume_argv: Sequence[str] | None = None,
+        *,
+        unset_env: Sequence[str] = (),
+    ) -> None:
         if not argv:
             raise ValueError("the command harness needs a non-empty argv")
         if resume_argv is not None and not resume_argv:
             raise ValueError("the command harness resume argv must not be empty")
-        super().__init__(argv[0])
+        super().__init__(argv[0], unset_env=unset_env)
         self.argv = tuple(argv)
         self.resume_template = tuple(resume_argv) if resume_argv is not None else None
 
@@ -170,7 +198,7 @@ class CommandHarness(Harness):
         effort: str = "",
     ) -> list[str]:
         values = _values(session_id, work_item, prompt, model, effort)
-        return [_substitute(element, values) for element in self.argv]
+        return self._without_env([_substitute(element, values) for element in self.argv])
 
     def resume_argv(
         self,
@@ -182,7 +210,8 @@ class CommandHarness(Harness):
         effort: str = "",
     ) -> list[str]:
         values = _values(session_id, work_item, prompt, model, effort)
-        return [_substitute(element, values) for element in self.resume_template or self.argv]
+        template = self.resume_template or self.argv
+        return self._without_env([_substitute(element, values) for element in template])
 
 
 #: Every harness name, in the order commands offer them (``--harness``, the config schema).
@@ -191,22 +220,31 @@ HARNESSES = (ClaudeHarness.name, CursorHarness.name, CommandHarness.name)
 
 def harnesses_from_config(config: Config) -> dict[str, Harness]:
     """``claude`` and ``cursor`` always, ``command`` when ``routing.harnesses.command.argv``
-    is set; binaries and extra args from ``routing.harnesses.<name>``."""
+    is set; binaries and extra args from ``routing.harnesses.<name>``; each unsets the
+    secrets it does not pass that the tmux runner lets through for another harness."""
     prefix = "routing.harnesses"
+    environment = AgentEnvironment.from_config(config, HARNESSES)
+    everywhere = environment.withheld_from_every_harness
+
+    def unset(name: str) -> tuple[str, ...]:
+        return tuple(v for v in environment.withheld_from(name) if v not in everywhere)
+
     harnesses: dict[str, Harness] = {
         "claude": ClaudeHarness(
             config.get_str(f"{prefix}.claude.binary") or default_str(f"{prefix}.claude.binary"),
             config.get_str_list(f"{prefix}.claude.args"),
+            unset_env=unset("claude"),
         ),
         "cursor": CursorHarness(
             config.get_str(f"{prefix}.cursor.binary") or default_str(f"{prefix}.cursor.binary"),
             config.get_str_list(f"{prefix}.cursor.args"),
+            unset_env=unset("cursor"),
         ),
     }
     argv = config.get_str_list(f"{prefix}.command.argv")
     if argv:
         resume = config.get_str_list(f"{prefix}.command.resumeArgv")
-        harnesses["command"] = CommandHarness(argv, resume or None)
+        harnesses["command"] = CommandHarness(argv, resume or None, unset_env=unset("command"))
     return harnesses
 
 

@@ -1,7 +1,9 @@
-"""The ``routing.*`` settings the dispatcher acts on, read once from the config."""
+"""The ``routing.*`` settings the dispatcher acts on, read once from the config: the spawn
+and close policy, and which of the-loop's own secrets an agent's environment may hold."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -11,6 +13,44 @@ from the_loop.repofile.file import FrozenChoices
 
 if TYPE_CHECKING:
     from the_loop.config.file import Config
+
+#: The variables the-loop reads its own secrets from: the GitHub token (``GITHUB_TOKEN``,
+#: ``GH_TOKEN``, and whichever ``integrations.github.tokenEnv`` names) and the webhook
+#: receiver's secret. An agent is one prompt injection away from any stranger's words.
+AGENT_SECRET_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "THE_LOOP_GH_WEBHOOK_SECRET")
+TOKEN_ENV_KEY = "integrations.github.tokenEnv"
+
+
+@dataclass(frozen=True)
+class AgentEnvironment:
+    """Which of the-loop's secret variables an agent may inherit: none of them, but those
+    its harness lists in ``routing.harnesses.<name>.passEnv``."""
+
+    secrets: tuple[str, ...] = AGENT_SECRET_VARIABLES
+    passed: Mapping[str, frozenset[str]] = field(default_factory=dict[str, frozenset[str]])
+
+    @classmethod
+    def from_config(cls, config: Config, harnesses: Iterable[str]) -> AgentEnvironment:
+        """The secrets of ``config`` and what each of ``harnesses`` (names) lets through."""
+        named = config.get_str(TOKEN_ENV_KEY).strip()
+        extra = (named,) if named and named not in AGENT_SECRET_VARIABLES else ()
+        secrets = (*AGENT_SECRET_VARIABLES, *extra)
+        passed = {
+            name: frozenset(config.get_str_list(f"routing.harnesses.{name}.passEnv"))
+            for name in harnesses
+        }
+        return cls(secrets, passed)
+
+    def withheld_from(self, harness: str) -> tuple[str, ...]:
+        """The secrets the agent of ``harness`` never inherits."""
+        passed = self.passed.get(harness, frozenset())
+        return tuple(name for name in self.secrets if name not in passed)
+
+    @property
+    def withheld_from_every_harness(self) -> tuple[str, ...]:
+        """The secrets no harness lets through: no tmux server the-loop starts holds them."""
+        passed = frozenset[str]().union(*self.passed.values())
+        return tuple(name for name in self.secrets if name not in passed)
 
 
 @dataclass(frozen=True)

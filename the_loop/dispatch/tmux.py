@@ -4,6 +4,11 @@ Only targets named like ``loop-<slug>`` are touched, and with ``socket`` set
 every call goes to that private server (``tmux -L <socket>``). Session-level
 commands use ``-t =<name>`` and window/pane commands ``-t =<name>:`` so tmux
 never falls back to a prefix match of another session's name.
+
+The-loop's secrets (``withheld_env``) never reach an agent: every tmux client runs
+without them, so a server it starts never holds them in its global environment, and
+each session it starts removes them (``set-environment -r``) from what its panes get,
+in case the server was started earlier by someone who had them.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from the_loop.config.defaults import default_str
+from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.dispatch.process import (
     DEFAULT_TIMEOUT_SECONDS,
     TIMEOUT_KEY,
@@ -26,6 +32,7 @@ from the_loop.dispatch.process import (
     run,
     trim,
 )
+from the_loop.dispatch.settings import AGENT_SECRET_VARIABLES, AgentEnvironment
 
 if TYPE_CHECKING:
     import subprocess
@@ -82,6 +89,8 @@ class TmuxRunner:
 
     ``run``, ``clock``, ``sleep``, ``signal_group`` (``os.killpg``-like) and
     ``group_running`` are injectable so the termination loop is testable without waiting.
+    ``withheld_env`` names the variables no tmux client, server or agent pane of this
+    runner ever holds.
     """
 
     def __init__(
@@ -91,6 +100,7 @@ class TmuxRunner:
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         *,
         owner: str = "",
+        withheld_env: Sequence[str] = AGENT_SECRET_VARIABLES,
         run: Runner = run,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -103,6 +113,7 @@ class TmuxRunner:
         self.socket = socket
         self.timeout = timeout
         self.owner = owner
+        self.withheld_env = tuple(withheld_env)
         self._run = run
         self._clock = clock
         self._sleep = sleep
@@ -112,12 +123,15 @@ class TmuxRunner:
     @classmethod
     def from_config(cls, config: Config, *, owner: str = "") -> TmuxRunner:
         """The runner described by ``routing.tmux.*`` and ``routing.dispatchTimeoutSeconds``;
-        ``owner`` (the state root) is written on every session it starts."""
+        ``owner`` (the state root) is written on every session it starts; the secrets no
+        ``routing.harnesses.<name>.passEnv`` lets through are withheld."""
+        environment = AgentEnvironment.from_config(config, HARNESSES)
         return cls(
             binary=config.get_str("routing.tmux.binary") or default_str("routing.tmux.binary"),
             socket=config.get_str("routing.tmux.socket"),
             timeout=config.get_float(TIMEOUT_KEY),
             owner=owner,
+            withheld_env=environment.withheld_from_every_harness,
         )
 
     def command(self, *args: str) -> list[str]:
@@ -131,9 +145,10 @@ class TmuxRunner:
         """Start ``argv`` (no shell) in a new detached session ``name`` in ``cwd``.
 
         ``remain-on-exit`` is on before the agent starts, so even an agent that
-        exits at once leaves its pane. A dead session of that name (a transcript) is
-        kept under a new name, which is returned; a live one is refused with a
-        ``DispatchError`` (and left running).
+        exits at once leaves its pane, and the withheld variables are removed from the
+        session's environment. A dead session of that name (a transcript) is kept under
+        a new name, which is returned; a live one is refused with a ``DispatchError``
+        (and left running).
         """
         check_name(name)
         program = _direct_argv(argv)
@@ -143,7 +158,8 @@ class TmuxRunner:
         # A placeholder holds the pane until remain-on-exit is set; then the agent replaces it.
         self._new_session(name, cwd, env or {})
         try:
-            self._tmux("set-option", "-w", "-t", f"={name}:", "remain-on-exit", "on")
+            keep = ("set-option", "-w", "-t", f"={name}:", "remain-on-exit", "on")
+            self._tmux(*keep, *self._withholding(name))
             if self.owner:
                 self._tmux("set-option", "-t", f"={name}:", OWNER_OPTION, self.owner)
             self._tmux("respawn-pane", "-k", "-t", f"={name}:", "-c", str(cwd), "--", *program)
@@ -198,7 +214,8 @@ class TmuxRunner:
         argv = self.command("list-panes", "-a", "-F", "#{pane_dead} #{session_name}")
         try:
             # A read-only question: a hung server must not hold a dry run for half an hour.
-            result = self._run(argv, timeout=min(self.timeout, LIST_TIMEOUT_SECONDS), check=False)
+            timeout = min(self.timeout, LIST_TIMEOUT_SECONDS)
+            result = self._run(argv, timeout=timeout, check=False, env=self._client_env())
         except DispatchError:
             return None
         if result.returncode != 0:
@@ -363,7 +380,21 @@ class TmuxRunner:
             self._sleep(_POLL_SECONDS)
 
     def _tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return self._run(self.command(*args), timeout=self.timeout, check=check)
+        command = self.command(*args)
+        return self._run(command, timeout=self.timeout, check=check, env=self._client_env())
+
+    def _withholding(self, name: str) -> list[str]:
+        """The tmux commands (each after a ``;``) that keep the withheld variables out of
+        every process started in session ``name``, whatever the server's own environment."""
+        target = f"={name}"
+        return [
+            a for v in self.withheld_env for a in (";", "set-environment", "-t", target, "-r", v)
+        ]
+
+    def _client_env(self) -> dict[str, str | None] | None:
+        """The changes to a tmux client's environment: the withheld variables removed, so a
+        server it starts never holds them."""
+        return {name: None for name in self.withheld_env} or None
 
     def _failure(self, argv: Sequence[str], stderr: str) -> DispatchError:
         detail = trim(stderr)

@@ -56,6 +56,8 @@ EVENT_TYPES: dict[str, str] = {
     "poll.started": "The poller daemon started (interval_seconds).",
     "poll.stopped": "The poller stopped on SIGTERM or SIGINT, the daemon or a poll --once "
     "(cycles, signal, cut_short: whether the stop ended a cycle early, between two items).",
+    "poll.pidfile_restored": "The poller daemon found its pidfile removed or replaced by a "
+    "file nobody locked, and holds it again (pidfile).",
     "poll.cycle": "One poll cycle ended (requests, not_modified, delivered, commands, settled, "
     "errors, rate_remaining, duration_ms).",
     "poll.baselined": "An item seen for the first time had its existing comments recorded as seen "
@@ -76,12 +78,22 @@ EVENT_TYPES: dict[str, str] = {
     "poll.ambiguous": "A keyword comment named two different verbs; neither ran (work_item, "
     "comment_id,"
     " login, verbs).",
+    "poll.access_refused": "A keyword comment by a login in routing.authorizedUsers was refused: "
+    "GitHub says it cannot write to the repository (routing.requireWriteAccess), or could not "
+    "say (permission unknown, error) (work_item, comment_id, login, permission, error).",
     "poll.closure": "A closed or merged ticket ended its session through the close path, or a "
     "linked PR only its endpoint; or a reopened one cleared the closed state (work_item, "
     "pull_request, state, previous_state, action, cleanup, closed_by).",
+    "poll.item_gone": "GitHub no longer has a ticket (deleted or transferred: its GET answered "
+    "404 or 410): its session ended through the close path with its checkouts kept, or a linked "
+    "PR only its endpoint; the ledger records it gone, so it is not asked again (work_item, "
+    "pull_request: empty for the work item itself, action, cleanup, why).",
     "poll.rate_limited": "GitHub's rate limit held the poller back: below the reserve only the "
-    "reads ran (repository, step), or a 403/429 set the back-off (status, retry_after, "
-    "wait_seconds).",
+    "reads ran (repository, step), or a 403/429 set the back-off of every repository "
+    "(repository, status, retry_after, wait_seconds).",
+    "poll.backing_off": "One repository's own failure (a 5xx, no answer within the deadline, an "
+    "answer not GitHub's shape) set or stepped its back-off: the next cycles skip it until the "
+    "wait ends, the other repositories are polled (repository, failures, reason, wait_seconds).",
     "poll.breaker_open": "A session had polling.maxDeliveriesPerHour deliveries within the hour: "
     "further "
     "ones are held (work_item, recent).",

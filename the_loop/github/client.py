@@ -1,21 +1,27 @@
 """The GitHub REST client the poller reads with (and the poster can post with).
 
 Over ``http.client`` only: one kept-alive connection per host, reopened after a
-failure; a timeout on every connect and read; conditional GETs through an injected
-:class:`~the_loop.github.etags.EtagCache`; ``Link: rel="next"`` followed across
-pages. Every failure is one :class:`~the_loop.github.replies.GitHubHTTPError`
-carrying the status, the ``retry-after`` and the rate limit; no message ever holds
-the token. The only module that imports ``http.client``.
+failure; a timeout on every connect and read, and a deadline on each whole request
+(a connection still busy at it is cut off, however slowly the answer trickles in);
+conditional GETs through an injected :class:`~the_loop.github.etags.EtagCache`;
+``Link: rel="next"`` followed across pages. Every failure, whatever the server sent,
+is one :class:`~the_loop.github.replies.GitHubHTTPError` carrying the status, the
+``retry-after`` and the rate limit; no message ever holds the token. The only module
+that imports ``http.client``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
+import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from the_loop.github.etags import CachedPage, EtagCache, MemoryEtagCache, token_fingerprint
 from the_loop.github.poster import API_VERSION, DEFAULT_TIMEOUT_SECONDS, USER_AGENT
@@ -26,11 +32,20 @@ from the_loop.github.replies import (
     RateLimit,
     error_detail,
     header_integer,
-    next_link,
+    link_target,
+    one_line,
 )
 
-#: A listing longer than this many pages is refused (a ``Link`` loop, or a runaway).
+#: A listing longer than this many pages is refused (a ``Link`` loop, or a runaway),
+#: unless the caller asks for its first or its last pages.
 MAX_PAGES = 1000
+#: The longest one request may take, from its connect to the last byte of its answer.
+DEFAULT_DEADLINE_SECONDS = 30.0
+#: A larger body is refused: no page of GitHub's comes near it.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+#: What a listing longer than its cap gives: an error, its first pages, or its last.
+Beyond = Literal["refuse", "first", "last"]
 
 Params = Mapping[str, str | int]
 
@@ -49,6 +64,44 @@ class _Answer(NamedTuple):
     reason: str
     headers: dict[str, str]
     body: bytes
+    will_close: bool = False
+
+
+class _Watchdog:
+    """Cuts ``connection`` off once ``seconds`` pass, unless the request ended first;
+    ``expired`` says whether it did (send, status line, headers and body alike)."""
+
+    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
+        self._connection = connection
+        self._lock = threading.Lock()
+        self._finished = False
+        self.expired = False
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._finished = True
+
+    def check(self) -> None:
+        """``TimeoutError`` once expired (it may have fired before the socket existed)."""
+        if self.expired:
+            raise TimeoutError("the request's deadline passed")
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._finished:
+                return
+            self.expired = True
+            sock = self._connection.sock
+        if sock is not None:  # the plain socket's shutdown: a blocked read, TLS or not, returns
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 _Origin = tuple[str, str, int]
@@ -58,7 +111,8 @@ _Origin = tuple[str, str, int]
 class GitHubClient:
     """A REST client for one API root and one token; close it (or use ``with``) when done.
 
-    ``before_post`` is called before every POST (the spacing of
+    ``timeout`` bounds each connect and socket read, ``deadline`` each whole request
+    (seconds). ``before_post`` is called before every POST (the spacing of
     :class:`~the_loop.github.backoff.PostSpacer`). Raises :class:`GitHubHTTPError`
     for an API URL that is not plain http(s).
     """
@@ -67,6 +121,7 @@ class GitHubClient:
     token: str
     etags: EtagCache = field(default_factory=MemoryEtagCache)
     timeout: float = DEFAULT_TIMEOUT_SECONDS
+    deadline: float = DEFAULT_DEADLINE_SECONDS
     before_post: Callable[[], None] | None = None
     stats: ClientStats = field(default_factory=ClientStats)
     _connections: dict[_Origin, http.client.HTTPConnection] = field(
@@ -112,19 +167,53 @@ class GitHubClient:
         *,
         keep_bodies: bool = False,
         conditional: bool = True,
+        max_pages: int = MAX_PAGES,
+        beyond: Beyond = "refuse",
     ) -> Listing:
         """Every page of ``path``, following ``rel="next"`` (each page a conditional GET,
-        unless ``conditional`` is False: then every page is read in full)."""
+        unless ``conditional`` is False: then every page is read in full).
+
+        Past ``max_pages`` pages: an error (``refuse``), the first ``max_pages`` pages
+        (``first``), or the last ones, reached by ``rel="last"`` then ``rel="prev"`` and
+        given in order (``last``); the listing is then ``truncated``. A link back to a
+        page already read is always an error.
+        """
         pages: list[GitHubResponse] = []
         url, seen = self.url_for(path, params), set[str]()
         while url:
-            if url in seen or len(pages) >= MAX_PAGES:
+            if url in seen:
+                raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
+            if len(pages) >= max_pages and beyond == "first":
+                return Listing(tuple(pages), truncated=True)
+            if len(pages) >= max_pages and beyond == "last":
+                return Listing(self._last_pages(pages[-1], max_pages, keep_bodies), truncated=True)
+            if len(pages) >= max_pages:
                 raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
             seen.add(url)
             page = self.get_url(url, keep_body=keep_bodies, conditional=conditional)
             pages.append(page)
             url = page.next_url
         return Listing(tuple(pages))
+
+    def _last_pages(
+        self, edge: GitHubResponse, max_pages: int, keep_bodies: bool
+    ) -> tuple[GitHubResponse, ...]:
+        """The last ``max_pages`` pages of the listing ``edge`` is a page of, in order."""
+        if edge.not_modified and not link_target(edge.headers.get("link", ""), "last"):
+            edge = self.get_url(edge.url, keep_body=keep_bodies, conditional=False)  # its links
+        url = self._linked(edge.url, edge.headers, "last")
+        if not url:
+            raise GitHubHTTPError(f"{_where(edge.url)} keeps linking to more pages; stopped")
+        pages: list[GitHubResponse] = []
+        seen = set[str]()
+        while url and len(pages) < max_pages:
+            if url in seen:
+                raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
+            seen.add(url)
+            page = self.get_url(url, keep_body=keep_bodies, conditional=False)
+            pages.append(page)
+            url = self._linked(url, page.headers, "prev")
+        return tuple(reversed(pages))
 
     def get_url(
         self, url: str, *, keep_body: bool = False, conditional: bool = True
@@ -142,7 +231,7 @@ class GitHubClient:
             return GitHubResponse(304, url, answer.headers, body, cached.next_url, True)
         if not 200 <= answer.status < 300:
             raise _refusal(url, answer)
-        next_url = self._next_link(url, answer.headers)
+        next_url = self._linked(url, answer.headers, "next")
         etag = answer.headers.get("etag", "")
         if etag:
             kept = answer.body.decode("utf-8", errors="replace") if keep_body else None
@@ -170,42 +259,65 @@ class GitHubClient:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
-    def _next_link(self, url: str, headers: Mapping[str, str]) -> str:
-        """The ``rel="next"`` URL; refused off the API's host (the token would follow)."""
-        target = next_link(headers.get("link", ""))
-        if target and _origin_of(urllib.parse.urlsplit(target)) != self._origin:
-            raise GitHubHTTPError(f"{_where(url)} linked its next page to another host; stopped")
+    def _linked(self, url: str, headers: Mapping[str, str], relation: str) -> str:
+        """The ``Link`` URL for ``relation``; refused off the API's host (the token would
+        follow) or when it is not a URL at all."""
+        target = link_target(headers.get("link", ""), relation)
+        try:
+            origin = _origin_of(urllib.parse.urlsplit(target)) if target else self._origin
+        except ValueError:
+            origin = None
+        if origin is None:
+            raise GitHubHTTPError(f"{_where(url)} linked its {relation} page to no URL; stopped")
+        if origin != self._origin:
+            raise GitHubHTTPError(
+                f"{_where(url)} linked its {relation} page to another host; stopped"
+            )
         return target
 
     def _exchange(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str]
     ) -> _Answer:
-        """One request on the host's kept-alive connection; a GET on a stale one is resent once."""
+        """One request on the host's kept-alive connection, within one deadline; a GET on
+        a stale connection is resent once (inside the same deadline)."""
         split = urllib.parse.urlsplit(url)
         origin, target = _origin_of(split), split.path + (f"?{split.query}" if split.query else "")
         if origin != self._origin:
             raise GitHubHTTPError(f"refusing to send the token to {_where(url)}")
+        ends_at = time.monotonic() + self.deadline
         for attempt in (1, 2):
             connection, reused = self._connection(origin)
             self.stats.requests += 1
+            watchdog = _Watchdog(connection, ends_at - time.monotonic())
             try:
-                connection.request(method, target, body=body, headers=headers)
-                response = connection.getresponse()
-                data = response.read()
-            except TimeoutError as error:
+                with watchdog:
+                    answer = _ask(connection, method, target, body, headers, watchdog)
+            except (OSError, http.client.HTTPException, ValueError) as error:
+                # ValueError: http.client's word for some garbled answers (a chunk size).
                 self._drop(origin)
-                message = f"{_where(url)} did not answer within {self.timeout:g}s"
-                raise GitHubHTTPError(message) from error
-            except (OSError, http.client.HTTPException) as error:
-                self._drop(origin)
-                if reused and method == "GET" and attempt == 1:
+                slow = watchdog.expired or isinstance(error, TimeoutError)
+                if reused and method == "GET" and attempt == 1 and not slow:
                     continue  # the server closed the idle connection: ask once more, afresh
-                reason = str(error) or type(error).__name__
-                raise GitHubHTTPError(f"could not talk to {_where(url)}: {reason}") from error
-            if response.will_close:
+                raise self._no_answer(url, error, deadline_passed=watchdog.expired) from error
+            if watchdog.expired or answer.will_close or len(answer.body) > MAX_BODY_BYTES:
                 self._drop(origin)
-            return _Answer(response.status, response.reason, _header_map(response), data)
+            if len(answer.body) > MAX_BODY_BYTES:
+                raise GitHubHTTPError(f"{_where(url)} answered more than {MAX_BODY_BYTES} bytes")
+            return answer
         raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def _no_answer(
+        self, url: str, error: BaseException, *, deadline_passed: bool
+    ) -> GitHubHTTPError:
+        """The error of a request that got no usable answer: the deadline, the read
+        timeout, or what went wrong, in one line."""
+        if deadline_passed:
+            return GitHubHTTPError(
+                f"{_where(url)} did not answer within the {self.deadline:g}s deadline"
+            )
+        if isinstance(error, TimeoutError):
+            return GitHubHTTPError(f"{_where(url)} did not answer within {self.timeout:g}s")
+        return GitHubHTTPError(f"could not talk to {_where(url)}: {_reason(error)}")
 
     def _connection(self, origin: _Origin) -> tuple[http.client.HTTPConnection, bool]:
         connection = self._connections.get(origin)
@@ -213,7 +325,8 @@ class GitHubClient:
             return connection, True
         scheme, host, port = origin
         factory = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        connection = factory(host, port, timeout=self.timeout)
+        # No read may outlast the deadline either (the watchdog cuts the rest off).
+        connection = factory(host, port, timeout=min(self.timeout, self.deadline))
         self._connections[origin] = connection
         self.stats.connections_opened += 1
         return connection, False
@@ -224,12 +337,39 @@ class GitHubClient:
             connection.close()
 
 
+def _ask(
+    connection: http.client.HTTPConnection,
+    method: str,
+    target: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    watchdog: _Watchdog,
+) -> _Answer:
+    """Send the request and read its answer (one byte past :data:`MAX_BODY_BYTES` at most);
+    ``TimeoutError`` once the deadline cut it off, ``IncompleteRead`` for a body cut short."""
+    connection.request(method, target, body=body, headers=headers)
+    watchdog.check()
+    response = connection.getresponse()
+    data = response.read(MAX_BODY_BYTES + 1)
+    watchdog.check()  # a read cut off returns what came, as a closed connection would
+    if len(data) <= MAX_BODY_BYTES and response.length:  # a Content-Length not met
+        raise http.client.IncompleteRead(data, response.length)
+    headers_read = _header_map(response)
+    return _Answer(response.status, response.reason, headers_read, data, response.will_close)
+
+
+def _reason(error: BaseException) -> str:
+    """Why a talk failed, on one printable line: the error's kind and what it says."""
+    kind, said = type(error).__name__, one_line(str(error))
+    return f"{kind}: {said}" if said and kind not in said else said or kind
+
+
 def _refusal(url: str, answer: _Answer) -> GitHubHTTPError:
     detail = error_detail(answer.body)
     suffix = f": {detail}" if detail else ""
     retry_after = header_integer(answer.headers, "retry-after")
     return GitHubHTTPError(
-        f"{_where(url)} answered {answer.status} {answer.reason}{suffix}",
+        f"{_where(url)} answered {answer.status} {one_line(answer.reason)}{suffix}",
         status=answer.status,
         retry_after=None if retry_after is None else float(retry_after),
         rate=RateLimit.from_headers(answer.headers),

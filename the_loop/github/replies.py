@@ -1,7 +1,10 @@
 """What GitHub answered: a response, a listing of pages, the rate limit, the one error.
 
 Plain values with no I/O (and no ``http.client``), so the pacing policy and the
-poller's tests can use them without loading the HTTP stack.
+poller's tests can use them without loading the HTTP stack. An answer that is not the
+shape GitHub documents (a page that is not a list of objects, an item that is not an
+object, a number too long to be one) is a :class:`GitHubHTTPError` with no status,
+never an exception of another type; every message is one printable line.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from the_loop.errors import TheLoopError
 
 _DETAIL_LIMIT = 200
 _RATE_LIMITED_STATUSES = (403, 429)
+#: A header number longer than this is noise, not seconds or a count GitHub would send.
+_HEADER_DIGITS = 15
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,8 @@ class RateLimit:
 class GitHubHTTPError(TheLoopError):
     """A request GitHub refused or never answered; the message never holds the token.
 
-    ``status`` is None when no answer came (unreachable, timed out, cut off).
+    ``status`` is None when no usable answer came (unreachable, timed out, cut off, or
+    an answer that is not the shape GitHub documents).
     """
 
     def __init__(
@@ -113,24 +119,50 @@ class GitHubResponse:
         try:
             return json.loads(self.body.decode("utf-8"))
         except (ValueError, RecursionError) as error:
-            where = urllib.parse.urlsplit(self.url).netloc
-            raise GitHubHTTPError(f"{where} answered with something that is not JSON") from error
+            raise self.malformed("with something that is not JSON") from error
+
+    def object(self) -> dict[str, Any]:
+        """The body as a JSON object; :class:`GitHubHTTPError` when it is anything else."""
+        data = self.json()
+        if not isinstance(data, dict):
+            raise self.malformed(f"{_kind(data)} where an object belongs")
+        return cast(dict[str, Any], data)
+
+    def objects(self) -> list[dict[str, Any]]:
+        """The body as a page of a listing: a JSON list of objects, else
+        :class:`GitHubHTTPError` (a page holding anything else is not read in part)."""
+        data = self.json()
+        if not isinstance(data, list):
+            raise self.malformed(f"a page that is not a list of objects ({_kind(data)})")
+        entries = cast(list[Any], data)
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                what = f"entry {index + 1} is {_kind(entry)}"
+                raise self.malformed(f"a page that is not a list of objects ({what})")
+        return cast(list[dict[str, Any]], entries)
+
+    def malformed(self, what: str) -> GitHubHTTPError:
+        """The error of an answer that is not what GitHub sends: no status, worth asking again."""
+        where = urllib.parse.urlsplit(self.url).netloc
+        return GitHubHTTPError(f"{where} answered {what}")
 
 
 @dataclass(frozen=True)
 class Listing:
-    """Every page of a paginated GET, in order."""
+    """The pages of a paginated GET, in order: every page, or with ``truncated`` only
+    the first or the last pages up to the cap the read was given."""
 
     pages: tuple[GitHubResponse, ...]
+    truncated: bool = False
 
     @property
-    def items(self) -> list[Any]:
-        """The entries of every page whose body is known (fetched, or kept from before)."""
-        items: list[Any] = []
+    def items(self) -> list[dict[str, Any]]:
+        """The objects of every page whose body is known (fetched, or kept from before);
+        :class:`GitHubHTTPError` when a page is not a list of objects."""
+        items: list[dict[str, Any]] = []
         for page in self.pages:
             if page.has_body:
-                data = page.json()
-                items.extend(cast(list[Any], data) if isinstance(data, list) else [data])
+                items.extend(page.objects())
         return items
 
     @property
@@ -155,6 +187,12 @@ class Listing:
 
 def next_link(header: str) -> str:
     """The ``rel="next"`` URL of a ``Link`` header; ``""`` when there is none."""
+    return link_target(header, "next")
+
+
+def link_target(header: str, relation: str) -> str:
+    """The URL a ``Link`` header gives for ``relation`` (``next``, ``prev``, ``last``);
+    ``""`` when there is none."""
     for part in header.split(","):
         target, _, params = part.partition(";")
         rels = {
@@ -162,7 +200,7 @@ def next_link(header: str) -> str:
             for name, _, value in (p.partition("=") for p in params.split(";"))
             if name.strip().lower() == "rel"
         }
-        if "next" in {rel for value in rels for rel in value.split()}:
+        if relation in {rel for value in rels for rel in value.split()}:
             return target.strip().removeprefix("<").removesuffix(">")
     return ""
 
@@ -176,12 +214,36 @@ def error_detail(payload: bytes) -> str:
         data = None
     if isinstance(data, dict) and isinstance(cast(dict[str, Any], data).get("message"), str):
         text = cast(str, cast(dict[str, Any], data)["message"])
-    return " ".join(text.split())[:_DETAIL_LIMIT]
+    return one_line(text)
+
+
+def one_line(text: str, limit: int = _DETAIL_LIMIT) -> str:
+    """``text`` as one printable line of at most ``limit`` characters: what a server
+    said is shown, never a control character or a line break it sent."""
+    printable = "".join(char if char.isprintable() else " " for char in text)
+    return " ".join(printable.split())[:limit]
 
 
 def header_integer(headers: Mapping[str, str], name: str) -> int | None:
-    """The header ``name`` as an integer; None when absent or not a number."""
-    try:
-        return int(headers[name].strip())
-    except (KeyError, ValueError):
+    """The header ``name`` as an integer; None when absent, not a number, or too long
+    to be one GitHub sends (so a wait computed from it is always a float)."""
+    text = headers.get(name, "").strip()
+    if not text or len(text.lstrip("+-")) > _HEADER_DIGITS:
         return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _kind(data: object) -> str:
+    """What a JSON value is, in words (never the value, which may be long or hostile)."""
+    if data is None:
+        return "null"
+    if isinstance(data, bool):
+        return "a boolean"
+    if isinstance(data, int | float):
+        return "a number"
+    if isinstance(data, str):
+        return "a string"
+    return "a list" if isinstance(data, list) else "an object"

@@ -1,9 +1,12 @@
-"""What a closed, merged or reopened item does to its session, as the intake applies it.
+"""What a closed, merged, gone or reopened item does to its session, as the intake applies it.
 
 A live session whose item is closed (changed and closed this round, or not known
 open) is checked with one look-up and closed through the one close path; a linked
 PR likewise ends only its endpoint; an item seen open again clears the closed state
-the-loop recorded. The decisions are :func:`~the_loop.intake.watched.decide_closure`'s.
+the-loop recorded. An item GitHub no longer has (an ``Issue`` that is ``gone``) ends
+the same way with its checkouts kept, and its ledger says ``gone`` and why, so a
+linked PR is not looked up again. The decisions are
+:func:`~the_loop.intake.watched.decide_closure`'s.
 """
 
 from __future__ import annotations
@@ -14,13 +17,23 @@ from typing import TYPE_CHECKING
 from the_loop.errors import TheLoopError
 from the_loop.intake.events import Issue
 from the_loop.intake.ports import ItemKnowledge, LiveSession
-from the_loop.intake.watched import ClosureAction, ItemState, KnownState, Role, decide_closure
+from the_loop.intake.watched import (
+    ClosureAction,
+    ClosureDecision,
+    ItemState,
+    KnownState,
+    Role,
+    decide_closure,
+)
 from the_loop.portable.poll import CLOSED_STATE, Ledger
 from the_loop.portable.store import POLL
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
     from the_loop.intake.intake import Intake
+
+#: The ledger key beside the closure state that says why an item is gone.
+GONE_WHY = "goneWhy"
 
 
 def close_finished(
@@ -47,12 +60,17 @@ def close_finished(
 
 def _close_work_item(issue: Issue, intake: Intake) -> None:
     ports, ref = intake.ports, issue.ref
-    item = ItemState(issue.is_open, issue.merged, issue.closed_by)
+    item = ItemState(issue.is_open, issue.merged, issue.closed_by, issue.gone)
     known = KnownState(Role.WORK_ITEM, live=True)
     decision = decide_closure(item, known, authorized=intake.settings.policy.authorized)
     if decision.action is not ClosureAction.CLOSE_SESSION:
         return
-    ports.ledger.change(ref, lambda entry: _record_state(entry, decision.state))
+    ports.ledger.change(ref, lambda entry: _record_state(entry, decision.state, issue.gone))
+    if issue.gone:
+        ports.close_gone(ref, issue.gone)
+        intake.counts.closed += 1
+        _emit_gone(intake, ref, None, decision, issue.gone)
+        return
     ports.close(ref, decision.cleanup)
     intake.counts.closed += 1
     ports.emit(
@@ -104,7 +122,7 @@ def _close_linked(
     if recorded and not known_open and changed is None:
         return
     issue = changed if changed is not None else knowledge.look_up(pr)
-    item = ItemState(issue.is_open, issue.merged)
+    item = ItemState(issue.is_open, issue.merged, gone=issue.gone)
     known = KnownState(Role.LINKED_PULL_REQUEST, live=not recorded, recorded_state=recorded)
     decision = decide_closure(item, known, authorized=intake.settings.policy.authorized)
     if decision.action is ClosureAction.NOTHING:
@@ -113,7 +131,10 @@ def _close_linked(
         ports.end_endpoint(owner, pr, decision.state)
         intake.counts.closed += 1
     ports.ledger.own(pr, owner)
-    ports.ledger.change(pr, lambda entry: _record_state(entry, decision.state))
+    ports.ledger.change(pr, lambda entry: _record_state(entry, decision.state, issue.gone))
+    if issue.gone:
+        _emit_gone(intake, owner, pr, decision, issue.gone)
+        return
     ports.emit(
         "poll.closure",
         work_item=owner.ref,
@@ -125,9 +146,32 @@ def _close_linked(
     )
 
 
-def _record_state(ledger: Ledger, state: str) -> None:
-    """The ledger's closure state set to ``state`` (``""`` removes it)."""
+def _emit_gone(
+    intake: Intake,
+    owner: WorkItemRef,
+    pr: WorkItemRef | None,
+    decision: ClosureDecision,
+    why: str,
+) -> None:
+    intake.ports.emit(
+        "poll.item_gone",
+        "warning",
+        work_item=owner.ref,
+        pull_request=pr.ref if pr is not None else "",
+        action=str(decision.action),
+        cleanup=False,
+        why=why,
+    )
+
+
+def _record_state(ledger: Ledger, state: str, gone_why: str = "") -> None:
+    """The ledger's closure state set to ``state`` (``""`` removes it), and why the item is
+    gone when it is."""
     if state:
         ledger[CLOSED_STATE] = state
     else:
         ledger.pop(CLOSED_STATE, None)
+    if gone_why:
+        ledger[GONE_WHY] = gone_why
+    else:
+        ledger.pop(GONE_WHY, None)

@@ -2,8 +2,10 @@
 
 Each attempt: write ``pending`` durably → paste and mark the pane in one tmux command
 list → write ``delivered``. A ``pending`` found on entry (a crash) is resolved against
-the pane's mark first. The ledger rows live in the item's ``poll`` section under
-``deliveries``: ``id``, ``state``, ``attempts``, the text while undelivered, ``at``.
+the pane's mark first; then the entries go in thread order, a retry before the later
+ones. The ledger rows live in the item's ``poll`` section under ``deliveries``, in
+thread order: ``id``, ``state``, ``attempts``, ``begun`` (the number of its latest
+attempt among the pane's), the text while undelivered, ``at``.
 """
 
 from __future__ import annotations
@@ -39,16 +41,16 @@ def ledger_of(rows: list[Row]) -> DeliveryLedger:
     for row in rows:
         try:
             state = DeliveryState(str(row.get("state")))
-            entries.append(
-                DeliveryEntry(int(str(row.get("id"))), state, int(row.get("attempts", 0)))
-            )
+            comment_id, attempts = int(str(row.get("id"))), int(row.get("attempts", 0))
+            entries.append(DeliveryEntry(comment_id, state, attempts, int(row.get("begun", 0))))
         except (TypeError, ValueError):
             continue
     return DeliveryLedger(tuple(entries))
 
 
 def store_ledger(polls: PollState, ref: WorkItemRef, ledger: DeliveryLedger, now: float) -> None:
-    """Write ``ledger``'s states into the stored rows (order, attempts; text dropped once done)."""
+    """Write ``ledger``'s states into the stored rows (order, attempts, when each began;
+    text dropped once done)."""
 
     def change(stored: Ledger) -> None:
         rows = {str(r.get("id")): r for r in _rows(stored)}
@@ -58,6 +60,7 @@ def store_ledger(polls: PollState, ref: WorkItemRef, ledger: DeliveryLedger, now
             if row.get("state") != entry.state and entry.state is DeliveryState.DELIVERED:
                 row["at"] = now
             row["state"], row["attempts"] = str(entry.state), entry.attempts
+            row["begun"] = entry.begun
             if entry.state in _DONE:
                 row.pop("text", None)
             written.append(row)
@@ -75,8 +78,7 @@ def _rows(stored: Ledger) -> list[Row]:
 
 def drain(session: LiveSession, intake: Intake) -> None:
     """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in order."""
-    if session.tmux_target:
-        _Pane(session.ref, session.tmux_target, intake).drain()
+    _Pane(session.ref, session.tmux_target, intake).drain()
 
 
 class _Pane:
@@ -88,25 +90,27 @@ class _Pane:
         self.polls = intake.ports.ledger
 
     def drain(self) -> None:
+        """Settle a crash's ``pending``, then attempt each entry in thread order; a refused
+        paste stops the pane for this cycle, so nothing later overtakes its retry."""
         rows = self.polls.deliveries(self.ref)
         ledger = ledger_of(rows)
-        if not any(e.state not in _DONE for e in ledger.entries):
+        if not self.target or not any(e.state not in _DONE for e in ledger.entries):
             return
-        texts = {str(r.get("id")): str(r.get("text", "")) for r in rows}
         if ledger.pending:
             mark = self.ports.pane_mark(self.target)
-            ledger = self._settle(ledger, ledger.resolve(mark, max_retries=self._retries))
-        for comment_id in [e.comment_id for e in ledger.entries if e.state not in _DONE]:
-            ledger = ledger_of(self.polls.deliveries(self.ref))
-            entry = ledger.entry(comment_id)
-            if entry is None or entry.state not in (DeliveryState.WAITING, DeliveryState.HELD):
-                continue
-            if self.intake.stopping():
+            self._settle(ledger, ledger.resolve(mark, max_retries=self._retries))
+        attempted: set[int] = set()
+        while True:
+            rows_now = self.polls.deliveries(self.ref)  # each attempt wrote the ledger
+            ledger = ledger_of(rows_now)
+            due = ledger.due
+            if due is None or due.comment_id in attempted:
+                return  # all done, or a refused paste: it goes first again next cycle
+            if self.intake.stopping() or self._breaker_open(rows):
                 return  # the rest wait in the ledger for the next cycle
-            if self._breaker_open(rows):
-                return
-            ledger = self._attempt(ledger, comment_id, texts.get(str(comment_id), ""))
-            done = ledger.entry(comment_id)
+            attempted.add(due.comment_id)
+            ledger = self._attempt(ledger, due.comment_id, _text(rows_now, due.comment_id))
+            done = ledger.entry(due.comment_id)
             if done is not None and done.state is DeliveryState.DELIVERED:
                 self.intake.counts.delivered += 1
 
@@ -198,6 +202,12 @@ class _Pane:
             return
         if posted is not None:
             self.ports.posted.remember_posted(posted)
+
+
+def _text(rows: list[Row], comment_id: int) -> str:
+    """The text its row keeps while undelivered (``""`` when there is none)."""
+    texts = (str(r.get("text", "")) for r in rows if str(r.get("id")) == str(comment_id))
+    return next(texts, "")
 
 
 def _attempts(ledger: DeliveryLedger, comment_id: int) -> int:

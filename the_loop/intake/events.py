@@ -5,7 +5,8 @@
 - :class:`Issue`: the ``issue`` (or ``pull_request``) of an ``issues`` or
   ``pull_request`` event as GitHub describes it now: open or closed, merged, who closed
   it, its labels, title and body. An item closed, reopened, relabelled or merged is
-  one of these, read fresh.
+  one of these, read fresh; so is one GitHub no longer has (``gone``: an ``issues``
+  event's ``deleted`` or ``transferred``, or a look-up GitHub answered that way).
 
 A reader's job is translation: :func:`comment_from_json` and :func:`issue_from_json`
 take the objects GitHub's REST answers and webhook payloads both carry (a dict from
@@ -69,7 +70,8 @@ Comment = IssueComment
 @dataclass(frozen=True)
 class Issue:
     """An issue or pull request as GitHub describes it now (``closed_by``: the login that
-    closed or merged it, ``""`` when GitHub did not say)."""
+    closed or merged it, ``author`` the login that opened it; ``""`` when GitHub did not
+    say)."""
 
     ref: WorkItemRef
     is_open: bool
@@ -79,6 +81,10 @@ class Issue:
     url: str = ""
     body: str = ""
     labels: frozenset[str] = frozenset()
+    author: str = ""
+    #: Why GitHub no longer has the item (deleted or transferred), as a sentence; ``""``
+    #: while it does. A gone item is not open.
+    gone: str = ""
 
 
 def issue_from_json(data: Mapping[str, Any], ref: WorkItemRef) -> Issue:
@@ -87,8 +93,10 @@ def issue_from_json(data: Mapping[str, Any], ref: WorkItemRef) -> Issue:
     request object (``merged_at`` and ``merged_by`` at the top, as a webhook's
     ``pull_request`` carries them). What it lacks reads as empty; an answer that is not
     an open item reads as closed."""
-    closer_fields = _object(data, "closed_by") or _object(data, "merged_by")
-    pull_fields = _object(data, "pull_request") or data
+    # An issue object says who closed it and whether it merged; only an object without
+    # those keys (a pull request's own) is read for merged_by and a top-level merged_at.
+    closer_fields = _object(data, "closed_by" if "closed_by" in data else "merged_by")
+    pull_fields = _object(data, "pull_request") if "pull_request" in data else data
     raw_labels = data.get("labels")
     labels = cast(list[Any], raw_labels) if isinstance(raw_labels, list) else []
     names = frozenset(
@@ -105,6 +113,7 @@ def issue_from_json(data: Mapping[str, Any], ref: WorkItemRef) -> Issue:
         url=_text(data, "html_url"),
         body=_text(data, "body"),
         labels=names,
+        author=_text(_object(data, "user"), "login"),
     )
 
 

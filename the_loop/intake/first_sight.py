@@ -5,13 +5,15 @@ order: of the authorized, unambiguous keyword comments written after the item's
 control record (any, when it has none), the last that starts, stops or cleans up,
 then the last pause or resume after it. That is the state the thread asks for
 (``start`` then ``pause``: a paused session) without replaying its history, which
-would spawn and close agents for nothing. The caller writes each command's ledger
-entry and its control record in one write.
+would spawn and close agents for nothing. A command whose login ``may_command`` refuses
+(it can no longer write to the repository) is history like any other comment, so the
+command before it may be the one owed. The caller writes each command's ledger entry
+and its control record in one write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -43,14 +45,16 @@ def first_sight(
     *,
     control_requested_at: datetime | None,
     posted_ids: frozenset[int] = frozenset(),
+    may_command: Callable[[Comment], bool] = lambda _comment: True,
 ) -> FirstSight:
-    """Split ``thread`` (the item's comments, oldest first) into baseline and owed commands."""
+    """Split ``thread`` (the item's comments, oldest first) into baseline and owed commands;
+    ``may_command`` is asked of each command that could be owed, in thread order."""
     life: OwedCommand | None = None
     hold: OwedCommand | None = None
     for comment in thread:
         verb = _command_of(comment, policy, posted_ids)
         newer = control_requested_at is None or comment.created_at > control_requested_at
-        if verb is None or not newer:
+        if verb is None or not newer or not may_command(comment):
             continue
         if verb in _HOLDING:
             hold = OwedCommand(comment, verb)

@@ -22,6 +22,7 @@ from the_loop.intake.delivery import delivery_text
 from the_loop.intake.drain import drain
 from the_loop.intake.events import IssueComment, parse_timestamp
 from the_loop.intake.first_sight import first_sight
+from the_loop.intake.people import may_write
 from the_loop.intake.ports import (
     CycleCounts,
     IntakePorts,
@@ -127,7 +128,11 @@ class Round:
         decision = classify_comment(comment, view, self.intake.settings.policy, posted_ids=posted)
         self._log_refusal(comment, decision.event, decision.ambiguous_verbs)
         if decision.outcome is Outcome.COMMAND and decision.verb is not None:
-            self.command(comment, decision.verb)
+            if self.may_command(comment):
+                self.command(comment, decision.verb)
+            else:
+                ledger.resolve_comment(ref, str(comment.id))
+                counts.settled += 1
         elif decision.outcome in (Outcome.DELIVER, Outcome.HOLD):
             self._queue(comment, decision.outcome, decision.trusted)
             counts.held += decision.outcome is Outcome.HOLD
@@ -147,8 +152,9 @@ class Round:
         if not ports.ledger.record_command(ref, str(comment.id), record.to_dict()):
             return
         counts.commands += 1
+        facts = self._facts(ref)  # a failed read fails the repository's round, as a read does
         try:
-            outcome = ports.control(self._facts(ref), verb, comment.login)
+            outcome = ports.control(facts, verb, comment.login)
         except TheLoopError as error:
             outcome = "failed"
             counts.failed.append(f"{ref.ref}: {verb}: {error}")
@@ -190,6 +196,7 @@ class Round:
             self.intake.settings.policy,
             control_requested_at=at,
             posted_ids=ports.posted.posted(),
+            may_command=self.may_command,
         )
         ports.ledger.baseline_comments(ref, [str(i) for i in sight.baseline_ids])
         counts.baselined += len(sight.baseline_ids)
@@ -197,12 +204,45 @@ class Round:
         for owed in sight.commands:
             self.command(owed.comment, owed.verb)
 
+    def may_command(self, comment: IssueComment) -> bool:
+        """Whether the (authorized) login of ``comment`` may still command: with write
+        access required, GitHub must say it can write to the repository. A refusal, and
+        a check that could not be made (the command is refused then too), is an event."""
+        intake = self.intake
+        if not intake.settings.require_write_access:
+            return True
+        ports, ref, login = intake.ports, comment.work_item, comment.login
+        try:
+            if ports.permission is None:
+                raise TheLoopError("no permission check is wired into this reader")
+            permission = ports.permission(ref, login)
+        except TheLoopError as error:
+            ports.warn(
+                f"{ref.ref}: refused the command of @{login} (comment {comment.id}): "
+                f"could not check that @{login} may still write to the repository: {error}"
+            )
+            self._refused(comment, "unknown", error=str(error))
+            return False
+        if may_write(permission):
+            return True
+        self._refused(comment, permission)
+        return False
+
+    def _refused(self, comment: IssueComment, permission: str, **detail: str) -> None:
+        self.intake.ports.emit(
+            "poll.access_refused",
+            "warning",
+            work_item=comment.work_item.ref,
+            comment_id=comment.id,
+            login=comment.login,
+            permission=permission,
+            **detail,
+        )
+
     def _facts(self, ref: WorkItemRef) -> ItemFacts:
         changed = self.knowledge.changed.get(ref) if self.knowledge is not None else None
-        if changed is not None:
-            return ItemFacts(ref, changed.title, changed.url, changed.body)
-        issue = self.intake.ports.github.item(ref)
-        return ItemFacts(ref, issue.title, issue.url, issue.body)
+        issue = changed if changed is not None else self.intake.ports.github.item(ref)
+        return ItemFacts(ref, issue.title, issue.url, issue.body, issue.author)
 
     def _log_refusal(self, comment: IssueComment, event: str | None, verbs: Sequence[str]) -> None:
         ref, who, emit = comment.work_item, comment.login, self.intake.ports.emit

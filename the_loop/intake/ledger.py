@@ -3,8 +3,10 @@
 A comment's entry goes ``held``/``waiting`` → ``pending`` (written before the paste)
 → ``delivered`` (written after the paste and the pane mark), back to ``waiting``
 after a failed paste, or ``given-up`` once ``maxRetries`` attempts are spent.
-Entries are ordered by when their latest attempt began, which is the order their
-pastes could have reached the pane; the pane mark names only the last one.
+Entries keep the thread's order, and only the first one not done may begin, so a
+retried comment still goes before the later ones. Each entry also carries when its
+latest attempt began (``begun``): the order its paste could have reached the pane,
+which decides a crash's ``pending``; the pane mark names only the last paste.
 """
 
 from __future__ import annotations
@@ -43,9 +45,13 @@ class Why(StrEnum):
 
 @dataclass(frozen=True)
 class DeliveryEntry:
+    """One comment's entry; ``begun`` numbers its latest attempt among the pane's (0: never
+    begun, or written before attempts were numbered: then its place in the ledger says)."""
+
     comment_id: int
     state: DeliveryState
     attempts: int = 0
+    begun: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ class Resolution:
 
 @dataclass(frozen=True)
 class DeliveryLedger:
-    """One pane's entries, ordered by when each one's latest attempt began."""
+    """One pane's entries in thread order (the order they were added)."""
 
     entries: tuple[DeliveryEntry, ...] = ()
 
@@ -69,6 +75,15 @@ class DeliveryLedger:
     @property
     def pending(self) -> tuple[DeliveryEntry, ...]:
         return tuple(e for e in self.entries if e.state is DeliveryState.PENDING)
+
+    @property
+    def due(self) -> DeliveryEntry | None:
+        """The entry to attempt next: the first in thread order still ``waiting`` or
+        ``held``; None when there is none, or while one is pending."""
+        if self.pending:
+            return None
+        waiting = (DeliveryState.WAITING, DeliveryState.HELD)
+        return next((e for e in self.entries if e.state in waiting), None)
 
     @property
     def held(self) -> tuple[int, ...]:
@@ -84,19 +99,23 @@ class DeliveryLedger:
         return DeliveryLedger((*self.entries, DeliveryEntry(comment_id, state)))
 
     def begin(self, comment_id: int, *, max_retries: int) -> DeliveryLedger:
-        """Start an attempt: the entry becomes ``pending`` and moves last.
+        """Start an attempt: the entry becomes ``pending``, numbered the pane's latest.
 
         Refused while another entry is pending (resolve it first: the mark names only
-        the last paste), for an entry that is done, and when no attempt is left.
+        the last paste), for an entry that is done or not :attr:`due` (the thread's
+        order), and when no attempt is left. The entry keeps its place.
         """
         entry = self._expect(comment_id, DeliveryState.WAITING, DeliveryState.HELD)
         if self.pending:
             raise LedgerTransitionError(f"comment {self.pending[0].comment_id} is still pending")
+        due = self.due
+        if due is not None and due.comment_id != comment_id:
+            raise LedgerTransitionError(f"comment {due.comment_id} comes first in the thread")
         if entry.attempts >= max_retries:
             raise LedgerTransitionError(f"comment {comment_id} has no attempt left")
-        begun = DeliveryEntry(comment_id, DeliveryState.PENDING, entry.attempts + 1)
-        others = tuple(e for e in self.entries if e.comment_id != comment_id)
-        return DeliveryLedger((*others, begun))
+        latest = max((e.begun for e in self.entries), default=0)
+        begun = DeliveryEntry(comment_id, DeliveryState.PENDING, entry.attempts + 1, latest + 1)
+        return DeliveryLedger(tuple(begun if e == entry else e for e in self.entries))
 
     def delivered(self, comment_id: int) -> DeliveryLedger:
         """The paste and the mark are done: ``pending`` → ``delivered``."""
@@ -117,25 +136,28 @@ class DeliveryLedger:
         return _retry_or_give_up(entry, max_retries)
 
     def resolve(self, pane_mark: str | None, *, max_retries: int) -> tuple[Resolution, ...]:
-        """On restart: each ``pending`` entry, in order, given the pane's delivered mark.
+        """On restart: each ``pending`` entry, in the order its attempt began, given the
+        pane's delivered mark.
 
-        The entry the mark names was pasted: delivered. One before a later paste (the
-        mark names a later entry, or a later entry is delivered) may have been:
-        given up, never pasted twice. Any other was not pasted: retried while
+        The entry the mark names was pasted: delivered. One whose attempt began before a
+        later paste (the mark names a later-begun entry, or one is delivered) may have
+        been: given up, never pasted twice. Any other was not pasted: retried while
         attempts are left, else given up.
         """
+        order = self._attempt_order()
+        rank = {entry.comment_id: position for position, entry in enumerate(order)}
         marked = max(
-            (i for i, e in enumerate(self.entries) if str(e.comment_id) == pane_mark), default=-1
+            (rank[e.comment_id] for e in order if str(e.comment_id) == pane_mark), default=-1
         )
-        delivered = [i for i, e in enumerate(self.entries) if e.state is DeliveryState.DELIVERED]
+        delivered = [rank[e.comment_id] for e in order if e.state is DeliveryState.DELIVERED]
         last_paste = max([marked, *delivered])
         resolutions: list[Resolution] = []
-        for index, entry in enumerate(self.entries):
+        for entry in order:
             if entry.state is not DeliveryState.PENDING:
                 continue
-            if index == marked:
+            if rank[entry.comment_id] == marked:
                 resolutions.append(Resolution(entry.comment_id, Verdict.DELIVERED, Why.MARKED))
-            elif index < last_paste:
+            elif rank[entry.comment_id] < last_paste:
                 resolutions.append(Resolution(entry.comment_id, Verdict.GIVE_UP, Why.OVERWRITTEN))
             else:
                 resolutions.append(_retry_or_give_up(entry, max_retries))
@@ -148,6 +170,12 @@ class DeliveryLedger:
             entry = ledger._expect(resolution.comment_id, DeliveryState.PENDING)
             ledger = ledger._set(entry, _STATE_AFTER[resolution.verdict])
         return ledger
+
+    def _attempt_order(self) -> list[DeliveryEntry]:
+        """The entries by when their latest attempt began (unnumbered ones by their place,
+        before every numbered one: a ledger from before the numbering kept that order)."""
+        placed = sorted(enumerate(self.entries), key=lambda pair: (pair[1].begun, pair[0]))
+        return [entry for _, entry in placed]
 
     def _expect(self, comment_id: int, *states: DeliveryState) -> DeliveryEntry:
         entry = self.entry(comment_id)

@@ -1,4 +1,5 @@
-"""Who may command: the authorized logins, compared case-insensitively, and bots."""
+"""Who may command: the authorized logins, compared case-insensitively, bots, and the
+repository permissions that still let a listed login command."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ from dataclasses import dataclass
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 BOT_USER_TYPE = "Bot"
 BOT_SUFFIX = "[bot]"
+#: The repository permissions that may command (``maintain`` is also GitHub's ``write``).
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
 
 def login_key(login: str) -> str:
     """``login`` as compared: surrounding space dropped, ASCII letters lower-cased."""
     return login.strip().translate(_ASCII_LOWER)
+
+
+def may_write(permission: str) -> bool:
+    """True for a repository permission that lets a listed login command."""
+    return permission.strip().lower() in WRITE_PERMISSIONS
 
 
 def is_bot(login: str, user_type: str) -> bool:

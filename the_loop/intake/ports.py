@@ -31,6 +31,10 @@ class IntakeSettings:
     max_deliveries_per_hour: int = 30
     policy: CommentPolicy = field(default_factory=lambda: CommentPolicy(AuthorizedUsers.of(())))
     prompt_template: str = ""
+    #: ``routing.requireWriteAccess`` (true unless the config says otherwise; a reader's
+    #: settings come from ``poll_settings``): an authorized login commands only while
+    #: GitHub says it may write to the repository.
+    require_write_access: bool = False
 
 
 class GitHubPort(Protocol):
@@ -82,12 +86,21 @@ class LiveSession:
 
 @dataclass(frozen=True)
 class ItemFacts:
-    """What a control action needs of the ticket: its title, URL and body."""
+    """What a control action needs of the ticket: its title, URL and body, and who wrote
+    it (``""``: GitHub did not say)."""
 
     ref: WorkItemRef
     title: str = ""
     url: str = ""
     body: str = ""
+    author: str = ""
+
+
+#: ``permission(repository, login)``: GitHub's word for the login's access to the
+#: repository of ``repository`` (any ref of it): ``admin``, ``write``, ``read`` or
+#: ``none``, as ``GET /repos/{o}/{r}/collaborators/{login}/permission`` says (maintain
+#: reads as write). Raises :class:`~the_loop.errors.TheLoopError` when GitHub could not say.
+RepositoryPermission = Callable[[WorkItemRef, str], str]
 
 
 @dataclass(frozen=True)
@@ -96,11 +109,14 @@ class IntakePorts:
 
     ``ledger`` is the poll ledger store; ``control(facts, verb, actor)`` runs a verb
     through the sessions' own code and returns its outcome word; ``close(ref,
-    cleanup)`` takes the dispatcher's one close path; ``end_endpoint(owner, pr,
+    cleanup)`` takes the dispatcher's one close path, and ``close_gone(ref, why)`` the
+    same for an item GitHub no longer has (checkouts kept); ``end_endpoint(owner, pr,
     state)`` ends only a linked PR's endpoint; ``deliver(target, delivery)`` pastes and
     marks in one tmux command list; ``pane_mark(target)`` reads the mark back;
     ``checkpoint(step)`` is a no-op hook the crash test uses to stop the process at
-    each step of a delivery; ``should_stop()`` is asked between items.
+    each step of a delivery; ``should_stop()`` is asked between items; ``permission`` is
+    asked before an authorized login commands, when the settings require write access
+    (None: nobody can be checked, so no such command runs).
     """
 
     github: GitHubPort
@@ -110,6 +126,7 @@ class IntakePorts:
     armed: Callable[[], Sequence[WorkItemRef]]
     control: Callable[[ItemFacts, str, str], str]
     close: Callable[[WorkItemRef, bool], None]
+    close_gone: Callable[[WorkItemRef, str], None]
     end_endpoint: Callable[[WorkItemRef, WorkItemRef, str], None]
     deliver: Callable[[str, Delivery], None]
     pane_mark: Callable[[str], str | None]
@@ -118,6 +135,7 @@ class IntakePorts:
     warn: Callable[[str], None] = lambda _message: None
     checkpoint: Callable[[str], None] = lambda _step: None
     should_stop: Callable[[], bool] = lambda: False
+    permission: RepositoryPermission | None = None
 
 
 @dataclass

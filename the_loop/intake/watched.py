@@ -1,4 +1,4 @@
-"""The watched set, and what a closed, merged or reopened item does to its session.
+"""The watched set, and what a closed, merged, gone or reopened item does to its session.
 
 Both are pure: :func:`watched_set` over what the listing and the stores said,
 :func:`decide_closure` over one item's GitHub state and what the-loop recorded.
@@ -140,13 +140,19 @@ class ClosureAction(StrEnum):
     CLEAR_CLOSED = "clear-closed"  # reopened
 
 
+#: The state recorded for an item GitHub no longer has (deleted or transferred).
+GONE = "gone"
+
+
 @dataclass(frozen=True)
 class ItemState:
-    """What GitHub says of the item now; ``closed_by`` is the login that closed or merged it."""
+    """What GitHub says of the item now; ``closed_by`` is the login that closed or merged it,
+    ``gone`` why GitHub no longer has it (``""`` while it does)."""
 
     is_open: bool
     merged: bool = False
     closed_by: str = ""
+    gone: str = ""
 
 
 @dataclass(frozen=True)
@@ -155,7 +161,7 @@ class KnownState:
 
     role: Role
     live: bool
-    recorded_state: str = ""  # "" (open), "closed" or "merged"
+    recorded_state: str = ""  # "" (open), "closed", "merged" or "gone"
 
 
 @dataclass(frozen=True)
@@ -170,23 +176,26 @@ class ClosureDecision:
 def decide_closure(
     item: ItemState, known: KnownState, *, authorized: AuthorizedUsers
 ) -> ClosureDecision:
-    """Close on a closed issue or own PR; end only the endpoint of a closed linked PR.
+    """Close on a closed or gone issue or own PR; end only the endpoint of a closed or gone
+    linked PR.
 
-    Checkouts are cleaned up only when the closer is authorized. A reopened item
-    clears its recorded state; a state already recorded with nothing live does nothing.
+    Checkouts are cleaned up only when the closer is authorized (a gone item has no
+    closer: they are kept). A reopened item clears its recorded state; a state already
+    recorded with nothing live does nothing.
     """
-    if item.is_open:
+    if item.is_open and not item.gone:
         if known.recorded_state:
             return ClosureDecision(ClosureAction.CLEAR_CLOSED)
         return ClosureDecision(ClosureAction.NOTHING)
-    state = "merged" if item.merged else "closed"
+    state = GONE if item.gone else "merged" if item.merged else "closed"
     if known.live:
         action = (
             ClosureAction.CLOSE_SESSION
             if known.role is Role.WORK_ITEM
             else ClosureAction.END_ENDPOINT
         )
-        cleanup = bool(item.closed_by) and authorized.permits(item.closed_by)
+        trusted = not item.gone and bool(item.closed_by)
+        cleanup = trusted and authorized.permits(item.closed_by)
         return ClosureDecision(action, state, cleanup)
     if known.recorded_state != state:
         return ClosureDecision(ClosureAction.RECORD_STATE, state)

@@ -2,9 +2,10 @@
 
 Per repository: a round of the intake over its live sessions; the kept listing
 brought up to date (what changed since its cursor); the comments since the comment
-cursor, each fed to the round in order; then the round delivers what waits and
-applies closures, and the cursor moves. A repository that fails is reported and the
-others still run. An idle cycle (every read a 304) writes nothing.
+cursor (with none, a window of the newest only: first sight reads no history), each
+fed to the round in order; then the round delivers what waits and applies closures,
+and the cursor moves. A repository that fails is reported and the others still run.
+An idle cycle (every read a 304) writes nothing.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from the_loop.errors import TheLoopError
-from the_loop.intake.events import comments_from_json, parse_timestamp
+from the_loop.intake.events import comments_from_json
 from the_loop.intake.intake import Intake, Round
 from the_loop.intake.ports import CycleCounts, Json
-from the_loop.polling.listing import CURSOR_OVERLAP, PolledItems, iso, read_listing
+from the_loop.polling.listing import PolledItems, cursor_stamp, iso, read_listing, window_start
 from the_loop.polling.reads import PollSettings, ReaderPorts
 from the_loop.ref import WorkItemRef
 
@@ -48,9 +49,11 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
         warn=ports.warn,
     )
     cursor = reads.cursors.get(name)
-    read_from = None if cursor is None else parse_timestamp(cursor) - CURSOR_OVERLAP
+    read_from = None if cursor is None else window_start(cursor)  # no time: no cursor
     round_.watch(listed=items.listing.labelled(repository), knowledge=items, read_from=read_from)
     page = reads.github.comments_since(name, None if read_from is None else iso(read_from))
+    if page.truncated and read_from is not None:
+        ports.warn(f"{name}: more new comments than one cycle reads: read the oldest first")
     if reads.github.rate_low():
         ports.emit("poll.rate_limited", "warning", repository=name, step="comments")
         intake.counts.deferred.append(name)
@@ -78,8 +81,9 @@ def _feed_comments(
             break  # the cursor stays short of every comment not handled
         round_.comment(comment)
         intake.ports.checkpoint(f"after-comment-{comment.id}")
-        stamp = iso(comment.updated_at)
-        newest = stamp if newest is None or stamp > newest else newest
+        stamp = cursor_stamp(comment.updated_at)
+        if stamp is not None and (newest is None or stamp > newest):
+            newest = stamp
     return newest
 
 

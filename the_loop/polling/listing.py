@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+from the_loop.errors import TheLoopError
 from the_loop.intake.events import Issue, issue_from_json, parse_timestamp
 from the_loop.intake.intake import same_repository
 from the_loop.intake.ports import Json
@@ -57,8 +58,18 @@ class PolledItems:
         return None if item is None else item.is_open
 
     def look_up(self, ref: WorkItemRef) -> Issue:
-        """One GET of the item; what it says is kept in the listing (so it is asked once)."""
-        data = self.github.item(ref)
+        """One GET of the item; what it says is kept in the listing (so it is asked once).
+
+        An item GitHub no longer has (its GET refused 404 or 410: deleted, or transferred
+        out of reach) is an ``Issue`` that is ``gone``, saying why; any other refusal raises.
+        """
+        try:
+            data = self.github.item(ref)
+        except TheLoopError as error:
+            # The reads' refusal carries GitHub's HTTP status; only these say "gone".
+            if getattr(error, "status", None) not in (404, 410):
+                raise
+            return Issue(ref, is_open=False, gone=str(error))
         if same_repository(ref, self.repository):
             try:
                 change = change_from_json(data, repository=self.repository)
@@ -84,13 +95,16 @@ def read_listing(
     now: float,
     warn: Callable[[str], None],
 ) -> PolledItems:
-    """The listing as this cycle leaves it, and the items GitHub returned."""
-    if stored is None or stored.needs_rebuild(labels, now):
+    """The listing as this cycle leaves it, and the items GitHub returned (a cursor that
+    is no time is no cursor: the listing is read again in full)."""
+    start = None if stored is None else window_start(stored.cursor)
+    if stored is None or start is None or stored.needs_rebuild(labels, now):
         listing, facts = _rebuild(name, repository, stored, labels, now, github, warn)
     else:
-        since = iso(parse_timestamp(stored.cursor) - CURSOR_OVERLAP)
-        entries = github.changed_items(name, since).entries
-        changes, facts = _changes(entries, repository, warn)
+        page = github.changed_items(name, iso(start))
+        if page.truncated:
+            warn(f"{name}: more items changed than one cycle reads: read the oldest first")
+        changes, facts = _changes(page.entries, repository, warn)
         listing = apply_changes(stored, changes, keep=keep)
     return PolledItems(repository, github, listing, stored, facts)
 
@@ -123,6 +137,8 @@ def _changes(
     for data in entries:
         try:
             change = change_from_json(data, repository=repository)
+            if window_start(change.updated_at) is None:
+                raise ValueError(f"item {change.number} has no readable updated_at")
         except ValueError as error:
             warn(f"{repository.owner}/{repository.repo}: skipping an item GitHub listed: {error}")
             continue
@@ -132,5 +148,29 @@ def _changes(
     return changes, facts
 
 
+def window_start(stamp: str) -> datetime | None:
+    """Where a read after ``stamp`` (GitHub's ``updated_at``) starts: the overlap before
+    it. None for a stamp that is no time GitHub writes (not a time, before 1970)."""
+    try:
+        start = (parse_timestamp(stamp) - CURSOR_OVERLAP).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
+    return start if start.year >= _FIRST_YEAR else None
+
+
+def cursor_stamp(moment: datetime) -> str | None:
+    """``moment`` as a cursor (GitHub's shape, in UTC); None when no read could start
+    from it (see :func:`window_start`)."""
+    try:
+        stamp = iso(moment)
+    except (ValueError, OverflowError):
+        return None
+    return stamp if window_start(stamp) is not None else None
+
+
+_FIRST_YEAR = 1970
+
+
 def iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """GitHub's timestamp shape, in UTC: ``2026-12-01T09:00:00Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

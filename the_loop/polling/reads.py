@@ -30,14 +30,21 @@ class PollSettings:
         return self.intake.labels
 
 
+#: First sight of a repository (no comment cursor) reads at most this many pages of its
+#: newest comments: a window, never its whole history.
+FIRST_SIGHT_PAGES = 10
+
+
 @dataclass(frozen=True)
 class ListingPage:
-    """The entries of a listing in order, whether every page was 304, and whether the
-    entries of every page are known (a 304 page whose body was not kept is not)."""
+    """The entries of a listing in order, whether every page was 304, whether the
+    entries of every page are known (a 304 page whose body was not kept is not), and
+    whether the listing went on past the pages read (``truncated``)."""
 
     entries: Sequence[Json]
     not_modified: bool
     complete: bool = True
+    truncated: bool = False
 
 
 #: The same shape serves every listing: comments, open items, changed items.
@@ -51,9 +58,14 @@ class GitHubReads(Protocol):
         self, repository: str, labels: Sequence[str], *, fresh: bool = False
     ) -> ListingPage: ...
 
-    def changed_items(self, repository: str, since: str) -> ListingPage: ...
+    def changed_items(self, repository: str, since: str) -> ListingPage:
+        """Every item updated at or after ``since``, oldest first; past a cap, the oldest."""
+        ...
 
-    def comments_since(self, repository: str, since: str | None) -> ListingPage: ...
+    def comments_since(self, repository: str, since: str | None) -> ListingPage:
+        """The comments updated at or after ``since``, oldest first; past a cap, the
+        oldest. With no ``since``, the newest :data:`FIRST_SIGHT_PAGES` pages only."""
+        ...
 
     def item(self, ref: WorkItemRef) -> Json: ...
 

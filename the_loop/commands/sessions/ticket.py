@@ -1,5 +1,6 @@
 """The first prompt of a session that ``sessions start`` spawns: ``routing.prompt`` filled in
-with the ticket's title, URL and body.
+with the ticket's title, URL and body, framed as untrusted input when its author is not
+in ``routing.authorizedUsers``.
 
 The URL comes from the ref. The title and body are one ``GET /repos/{o}/{r}/issues/{n}``
 through the REST client (with its timeout: :mod:`the_loop.adapters.ticket`); when that
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 
 from the_loop.commands.common import Context, warn
+from the_loop.intake.people import AuthorizedUsers
 from the_loop.intake.ports import ItemFacts
 from the_loop.intake.prompt import render_prompt
 from the_loop.ref import WorkItemRef
@@ -20,12 +22,17 @@ from the_loop.ref import WorkItemRef
 
 def first_prompt(context: Context, ref: WorkItemRef) -> str:
     """``routing.prompt`` (or the poller's default) with ``{title}``, ``{url}``, ``{body}``."""
-    return render_prompt(context.config.get_str("routing.prompt", ""), ticket_facts(context, ref))
+    config = context.config
+    authorized = AuthorizedUsers.of(config.get_str_list("routing.authorizedUsers"))
+    return render_prompt(
+        config.get_str("routing.prompt", ""), ticket_facts(context, ref), authorized
+    )
 
 
 def ticket_facts(context: Context, ref: WorkItemRef) -> ItemFacts:
-    """The ticket's title and body as GitHub has them, and its web URL; empty title and
-    body (and one warning) when they cannot be read. Other providers: the URL alone."""
+    """The ticket's title, body and author as GitHub has them, and its web URL; empty
+    title and body (and one warning) when they cannot be read. Other providers: the URL
+    alone."""
     if ref.provider != "github":
         return ItemFacts(ref, url=ref.url)
     from the_loop.github import poster as github
