@@ -124,4 +124,7 @@ def test_the_repeatable_flags_are_exactly_the_ones_that_say_so():
         "events --type",
         "state check --checkout",
         "init --repo",
+        "init --poll",
+        "init --label",
+        "init --authorized",
     }

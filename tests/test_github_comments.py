@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
 from tests.helpers.world import World
+from the_loop.commands.common import current_user
 from the_loop.github.poster import GitHubError, api_url_for, post_issue_comment
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.ref import WorkItemRef
@@ -24,9 +25,17 @@ ITEM = "github:octo/app#15"
 TOKEN = "ghp_secret-token-value"
 
 
+DONE = {"start": "Started", "pause": "Paused", "resume": "Resumed", "stop": "Stopped"}
+
+
 def echo(keyword: str) -> dict[str, str]:
-    """The body the-loop posts for ``keyword``: the keyword line, then the marker."""
-    return {"body": f"{keyword}\n\n{AGENT_COMMENT_MARKER}"}
+    """The body the-loop posts for ``keyword``: what happened and who asked, then the marker."""
+    session = "an agent session" if keyword == "start" else "the agent session"
+    said = (
+        f"{DONE[keyword]} {session} for this ticket, as {current_user()} asked on their "
+        f"machine (`the-loop sessions {keyword}`)."
+    )
+    return {"body": f"{said}\n\n{AGENT_COMMENT_MARKER}"}
 
 
 @dataclass
@@ -157,7 +166,10 @@ def test_the_keyword_is_posted_with_the_token_and_the_api_headers(
     assert request.headers["user-agent"].startswith("the-loop/")
     captured = capsys.readouterr()
     assert "note:" not in captured.err
-    assert captured.out.splitlines()[-1] == f"{ITEM}: posted '{verb}' on https://github.example/c/1"
+    assert (
+        captured.out.splitlines()[-1]
+        == f"{ITEM}: said so on the ticket: https://github.example/c/1"
+    )
     assert [
         (event["work_item"], event["command"]) for event in events(tmp_path, "comment.posted")
     ] == [(ITEM, verb)]

@@ -46,6 +46,8 @@ def test_reset_ends_the_agent_removes_the_worktree_and_forgets_the_item(
         f"{ITEM.ref}: ended a live command session\n"
         f"{ITEM.ref}: removed the checkout {world.worktree(ITEM)} (clean)\n"
         f"{ITEM.ref}: reset — removed session, control, poll\n"
+        f"{ITEM.ref}: kept tmux {world.target(ITEM)} for the transcript (a reset never ends "
+        f"one); `the-loop sessions cleanup --work-item '{ITEM.ref}'` ends it\n"
         "reset 1 work item\n"
     )
     assert all(process_gone(pid) for pid in pids)
@@ -119,6 +121,8 @@ def test_reset_keeps_a_checkout_holding_work_and_says_so_and_force_removes_it(
         f"{ITEM.ref}: ended a live command session\n"
         f"{ITEM.ref}: kept the checkout {worktree}: 1 uncommitted file — `--force` removes it\n"
         f"{ITEM.ref}: reset — removed session, control, poll\n"
+        f"{ITEM.ref}: kept tmux {world.target(ITEM)} for the transcript (a reset never ends "
+        f"one); `the-loop sessions cleanup --work-item '{ITEM.ref}'` ends it\n"
         "reset 1 work item\n"
     )
     assert (worktree / "new.txt").read_text() == "x\n"

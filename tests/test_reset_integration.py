@@ -259,6 +259,41 @@ def test_a_running_daemon_is_warned_about(
     assert "warning: the gh-webhook receiver" in capsys.readouterr().err
 
 
+def test_a_live_pid_in_poll_pid_that_holds_no_lock_is_warned_about_and_said_so(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18, item 11: a poller of an older release takes no lock; its live pid warns."""
+    machine.armed(ITEM)
+    machine.layout.poll_pidfile.write_text(f"{os.getpid()}\n")
+    assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
+    err = capsys.readouterr().err
+    assert (
+        f"warning: the poller looks like it is running ({machine.layout.poll_pidfile} names "
+        f"the live pid {os.getpid()}, which holds no lock on it: a poller of an older release"
+    ) in err
+
+
+def test_a_poller_holding_the_lock_is_warned_about_by_its_lock(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18, item 11: the lock is the other evidence, and the warning names it."""
+    from the_loop.dispatch.daemons import PollerLock
+
+    machine.armed(ITEM)
+    lock = PollerLock(machine.layout.poll_pidfile)
+    lock.acquire()
+    try:
+        assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
+    finally:
+        lock.release()
+    err = capsys.readouterr().err
+    pidfile = machine.layout.poll_pidfile
+    assert (
+        f"the poller looks like it is running (pid {os.getpid()} holds the lock on {pidfile})"
+        in err
+    )
+
+
 def test_require_start_command_off_is_warned_about(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

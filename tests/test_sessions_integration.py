@@ -542,6 +542,45 @@ def test_stop_keeps_the_pane_of_a_hand_started_tmux_session_without_remain_on_ex
     assert _shows(loop, "hand agent")
 
 
+HAND_AGENT = "bash -c 'echo hand agent; exec sleep 600'"
+
+
+def _hand_started(loop: Loop, *tmux_after: str, agent: str = HAND_AGENT) -> None:
+    """A tmux session started by hand (then ``tmux_after`` run on it), registered as ITEM's."""
+    checkout = loop.tmp_path / "by-hand"
+    checkout.mkdir()
+    _register(loop, checkout)
+    argv = ["tmux", "-L", loop.socket, "new-session", "-d", "-s", TARGET, "-c", str(checkout)]
+    subprocess.run([*argv, agent], check=True)
+    if tmux_after:
+        subprocess.run(["tmux", "-L", loop.socket, *tmux_after], check=True)
+    record = loop.registry.find_by_work_item(ITEM)
+    assert record is not None
+    loop.registry.save_endpoint(ITEM, replace(record, pull_requests=(), tmux_target=TARGET))
+    assert wait_until(lambda: _shows(loop, "hand agent"))
+
+
+def test_stop_keeps_the_pane_of_a_session_whose_pane_itself_has_remain_on_exit_off(loop: Loop):
+    _hand_started(loop, "set-option", "-p", "-t", f"={TARGET}:", "remain-on-exit", "off")
+    code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
+    assert code == 0 and f"kept tmux {TARGET} for its transcript" in out
+    assert loop.tmux().liveness(TARGET) == "dead"
+    assert _shows(loop, "hand agent")
+
+
+def test_a_close_whose_tmux_session_ended_with_its_harness_claims_no_transcript(loop: Loop):
+    # The agent ends its own tmux session as it exits: no pane is left to keep.
+    ends_its_session = f"tmux -L {loop.socket} kill-session -t ={TARGET}"
+    agent = f"bash -c 'trap \"{ends_its_session}; exit\" TERM; echo hand agent; sleep 600 & wait'"
+    _hand_started(loop, agent=agent)
+    code, out, _ = loop.output("sessions", "stop", "--work-item", ITEM)
+    assert code == 0
+    assert out == f"{ITEM}: closed the command session; tmux {TARGET} is gone: no transcript kept\n"
+    assert loop.tmux().liveness(TARGET) == "absent"
+    assert loop.listing()[0]["status"] == "closed"
+    assert loop.events_named("session.retained") == []
+
+
 def test_a_new_spawn_keeps_the_retained_transcript_under_a_new_name_and_says_so(loop: Loop):
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     first = loop.listing()[0]["harnessSessionId"]
@@ -563,6 +602,49 @@ def test_a_new_spawn_keeps_the_retained_transcript_under_a_new_name_and_says_so(
         (ITEM, kept, "retained", "exited"),
     ]
     assert [row["tmuxTarget"] for row in loop.listing()] == [TARGET]
+
+
+def test_cleanup_ends_the_transcripts_kept_under_new_names_and_says_so(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "stop", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    [kept] = [row["tmuxTarget"] for row in loop.listing("--all") if row["status"] == "retained"]
+    code, out, _ = loop.output("sessions", "cleanup", "--work-item", ITEM, "--dry-run")
+    assert code == 0 and f"{ITEM}: would end tmux session {kept} (a kept transcript)\n" in out
+    assert loop.tmux().liveness(kept) == "dead"
+    code, out, _ = loop.output("sessions", "cleanup", "--work-item", ITEM)
+    assert code == 0
+    assert out.startswith(
+        f"{ITEM}: ended tmux session {TARGET}\n"
+        f"{ITEM}: ended tmux session {kept} (a kept transcript)\n"
+    )
+    assert (loop.tmux().liveness(TARGET), loop.tmux().liveness(kept)) == ("absent", "absent")
+    assert loop.listing("--all") == []
+    code, out, _ = loop.output("sessions", "cleanup", "--work-item", ITEM)
+    assert (code, out) == (0, f"{ITEM}: nothing local to release\n")
+
+
+def test_reset_says_it_keeps_the_transcripts_and_what_ends_them(loop: Loop):
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "stop", "--work-item", ITEM) == 0
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    [kept] = [row["tmuxTarget"] for row in loop.listing("--all") if row["status"] == "retained"]
+    ends_it = f"`the-loop sessions cleanup --work-item '{ITEM}'` ends it\n"
+    code, out, _ = loop.output("sessions", "reset", "--work-item", ITEM, "--dry-run")
+    assert code == 0
+    assert (
+        f"{ITEM}: would keep tmux {TARGET}, {kept} for the transcript (a reset never ends one); "
+        + ends_it
+    ) in out
+    code, out, _ = loop.output("sessions", "reset", "--work-item", ITEM)
+    assert code == 0
+    assert (
+        f"{ITEM}: kept tmux {TARGET}, {kept} for the transcript (a reset never ends one); "
+        + ends_it
+    ) in out
+    assert (loop.tmux().liveness(TARGET), loop.tmux().liveness(kept)) == ("dead", "dead")
+    assert loop.run("sessions", "cleanup", "--work-item", ITEM) == 0
+    assert loop.listing("--all") == []
 
 
 def test_start_on_a_running_session_says_so_and_records_one_start(loop: Loop):
@@ -896,3 +978,34 @@ def test_a_stop_in_a_project_whose_agent_exited_never_ends_the_agent_another_sta
     assert f"was started from the state root {loop.state}" in err, (code, err)
     assert loop.tmux().liveness(target) == "live", "B's agent is still running"
     assert other.registry.find_by_work_item(ITEM) is None, "A's record is closed"
+
+
+# -- LAST EVENT follows what happens to the session (issue 18, item 12) ---------------
+
+LONG_AGO = "2000-01-01T00:00:00Z"
+
+
+def _last_event_set_long_ago(loop: Loop) -> None:
+    """Stamp the record's LAST EVENT far in the past, so any new stamp differs from it."""
+    record = loop.registry.find_by_work_item(ITEM, include_closed=True)
+    assert record is not None
+    loop.registry.save_endpoint(ITEM, replace(record, last_event_at=LONG_AGO))
+    assert loop.listing()[0]["lastEventAt"] == LONG_AGO
+
+
+def test_last_event_moves_on_each_delivery_pause_resume_and_stop(loop: Loop):
+    from the_loop.adapters.actions import Actions
+    from the_loop.commands.stores import open_dispatcher
+    from the_loop.intake.delivery import Delivery
+
+    assert loop.run("sessions", "start", "--work-item", ITEM) == 0
+    _last_event_set_long_ago(loop)
+    stores = loop.stores
+    actions = Actions(stores, open_dispatcher(loop.context, stores), "")
+    actions.deliver(TARGET, Delivery(1001, "a comment", "the-loop-github-octo-app-15-1001-1"))
+    [row] = loop.listing()
+    assert row["lastEventAt"] != LONG_AGO and row["recentDeliveries"] == ["1001"]
+    for action in ("pause", "resume", "stop"):
+        _last_event_set_long_ago(loop)
+        assert loop.run("sessions", action, "--work-item", ITEM) == 0
+        assert loop.listing()[0]["lastEventAt"] != LONG_AGO, action

@@ -58,7 +58,7 @@ def build_parser(only: str | None = None) -> LoopParser:
 
     parser = LoopParser(
         prog=PROG,
-        allow_abbrev=False,  # chosen_command must see --config exactly as argparse does
+        allow_abbrev=False,  # chosen_command must see the global flags as argparse does
         description="Turn GitHub issues and pull requests into coding-agent sessions in tmux, "
         "and keep honest, durable state about each of them.",
     )
@@ -76,7 +76,7 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     for arg in argv:
         if skip_value:
             skip_value = False
-        elif arg == "--config":
+        elif arg in ("--config", "--state-root"):
             skip_value = True
         elif arg in ("-h", "--help"):
             return None

@@ -122,6 +122,25 @@ class Actions:
         self.dispatcher.tmux.deliver(
             target, delivery.buffer_name, delivery.text, (DELIVERED_MARK, delivery.mark_value)
         )
+        self._stamp_delivery(target, delivery)
+
+    def _stamp_delivery(self, target: str, delivery: Delivery) -> None:
+        """Stamp the endpoint pasted into (``lastEventAt``, the delivery remembered). The
+        paste is done: a failure here must not make it count as failed (and pasted again)."""
+        registry = self.stores.registry
+        try:
+            with registry.snapshot():  # each record read once; an unreadable one is no news
+                found = [
+                    (record.work_item, endpoint.work_item)
+                    for record in map(registry.find_by_work_item, registry.refs())
+                    if record is not None
+                    for endpoint in record.endpoints()
+                    if endpoint.is_live and endpoint.tmux_target == target
+                ]
+            for owner, endpoint_ref in found[:1]:
+                registry.touch(owner, str(delivery.comment_id), endpoint_ref)
+        except (OSError, TheLoopError):
+            return
 
     def pane_mark(self, target: str) -> str | None:
         try:

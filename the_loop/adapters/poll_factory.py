@@ -20,6 +20,7 @@ from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.github.backoff import PostSpacer
 from the_loop.github.client import GitHubClient
 from the_loop.github.etags import FileEtagCache
+from the_loop.github.poster import token_help
 from the_loop.intake.comments import CommentPolicy, DeliverFrom
 from the_loop.intake.keywords import KeywordGrammar
 from the_loop.intake.people import AuthorizedUsers
@@ -144,7 +145,15 @@ def poll_wiring(
         layout.local_dir / CURSOR_FILE, layout.local_locks_dir / "poll-cursors.lock"
     )
     deadline = request_deadline_seconds(config)
-    client = GitHubClient(api, token, etags=etags, deadline=deadline, before_post=spacer.wait_turn)
+    advice = token_help(config.get_str("integrations.github.tokenEnv", ""))
+    client = GitHubClient(
+        api,
+        token,
+        etags=etags,
+        deadline=deadline,
+        before_post=spacer.wait_turn,
+        token_advice=advice,
+    )
     with client:
         reads = ClientReads(client)
         armed = ArmedRefs(

@@ -26,7 +26,8 @@ def clean_up(
 ) -> CleanupOutcome:
     """Release every local resource of ``ref`` whatever the retention settings say, but a
     checkout holding work only when ``force`` (or ``removeDirtyCheckouts``); works with no
-    record at all (the tmux name is found from the ref alone)."""
+    record at all (the tmux name is found from the ref alone); the transcripts kept under
+    new names go too."""
     from the_loop.cleanup import cleanup_work_item  # only a cleanup needs the domain
 
     teardown = dispatcher.teardown
@@ -40,6 +41,7 @@ def clean_up(
         events=dispatcher.events,
         control=dispatcher.control_store,
         tmux_name=dispatcher.tmux_target_for,
+        kept_transcripts=dispatcher.tmux.kept_transcripts,
     )
 
 
@@ -57,6 +59,7 @@ def planned_cleanup(
         control=dispatcher.control_store,
         find_checkouts=partial(dispatcher.teardown.existing_checkouts_of, force=force),
         tmux_name=dispatcher.tmux_target_for,
+        kept_transcripts=dispatcher.tmux.kept_transcripts,
     )
     running = tuple(name for name in plan.tmux_killed if dispatcher.tmux.liveness(name) != "absent")
     return replace(plan, tmux_killed=running)

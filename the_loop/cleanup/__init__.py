@@ -66,6 +66,8 @@ RemoveCheckout = Callable[[WorkItemRef], Sequence[CheckoutFate]]
 FindCheckouts = Callable[[WorkItemRef], Sequence[CheckoutFate]]
 #: The tmux session name the dispatcher gives a work item (found from the ref alone).
 TmuxNameOf = Callable[[WorkItemRef], str]
+#: The sessions holding a tmux session's earlier transcripts, kept under new names.
+KeptTranscriptsOf = Callable[[str], Sequence[str]]
 
 _T = TypeVar("_T")
 
@@ -109,14 +111,19 @@ class CleanupOutcome:
         }
 
 
-def tmux_names(record: Session | None, *, derived: str = "") -> list[str]:
+def tmux_names(
+    record: Session | None, *, derived: str = "", kept: KeptTranscriptsOf | None = None
+) -> list[str]:
     """The tmux sessions to end: each PR endpoint's target, then the item's, then
-    ``derived`` (the name found from the ref alone, when given), each once."""
+    ``derived`` (the name found from the ref alone, when given), each followed by the
+    transcripts ``kept`` finds kept of it, each once."""
     names: list[str] = []
     if record is not None:
         names += [pr.tmux_target for pr in record.pull_requests if pr.tmux_target]
         names += [record.tmux_target] if record.tmux_target else []
     names += [derived] if derived else []
+    if kept is not None:
+        names = [found for name in names for found in (name, *kept(name))]
     return list(dict.fromkeys(names))
 
 
@@ -133,11 +140,13 @@ def cleanup_work_item(
     control: ControlStore | None = None,
     find_checkouts: FindCheckouts | None = None,
     tmux_name: TmuxNameOf | None = None,
+    kept_transcripts: KeptTranscriptsOf | None = None,
 ) -> CleanupOutcome:
     """End every tmux session, remove the checkout(s), close and forget the record, record
     ``cleanup`` in ``control`` and emit ``session.cleaned``, in that order.
 
-    ``tmux_name`` adds the session a record no longer names (none without it). Every
+    ``tmux_name`` adds the session a record no longer names (none without it);
+    ``kept_transcripts`` adds each one's transcripts kept under new names. Every
     ``OSError``/``TheLoopError`` becomes an entry in ``errors`` and the other steps
     go on. A dry run changes nothing and emits nothing: it reports the tmux names it would
     end, the checkouts ``find_checkouts`` finds, and what else it would do.
@@ -146,7 +155,8 @@ def cleanup_work_item(
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; expected cli or comment")
     record = registry.find_by_work_item(ref, include_closed=True)
-    names = tmux_names(record, derived=tmux_name(ref) if tmux_name is not None else "")
+    derived = tmux_name(ref) if tmux_name is not None else ""
+    names = tmux_names(record, derived=derived, kept=kept_transcripts)
     if dry_run:
         return _planned(ref, registry, names, control, find_checkouts)
     errors: list[str] = []

@@ -63,16 +63,12 @@ def path_argument(text: str) -> Path:
 
 
 def state_dir_parent() -> argparse.ArgumentParser:
-    """``--registry-dir`` / ``--portable-dir``: declared once, shared by every sessions action."""
+    """``--registry-dir`` / ``--portable-dir``: declared once, shared by every sessions action.
+
+    ``--state-root`` is a global flag (``parsing.add_global_flags``): any level takes it.
+    """
     parent = parent_parser()
     group = parent.add_argument_group("state directories")
-    group.add_argument(
-        "--state-root",
-        metavar="DIR",
-        type=path_argument,
-        help="the state root (default: $THE_LOOP_STATE_ROOT, else state.root, else the "
-        "nearest .the-loop/ at or above the working directory, else ~/.the-loop)",
-    )
     group.add_argument(
         "--registry-dir",
         metavar="DIR",

@@ -10,12 +10,14 @@ import argparse
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from the_loop.commands.common import format_parent
 from the_loop.commands.render import Result, warn
 from the_loop.config.file import CONFIG_NAME, STATE_DIR_NAME, validate
+from the_loop.dispatch.harnesses import PLACEHOLDER_AGENT
 from the_loop.errors import TheLoopError, UsageError, quoted
 
 HARNESS_CHOICES = ("claude", "cursor", "command")
@@ -47,8 +49,50 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="claude",
         help="the agent sessions start runs (routing.defaultHarness; default: claude)",
     )
+    parser.add_argument(
+        "--poll",
+        metavar="OWNER/NAME",
+        action="append",
+        default=[],
+        type=repository_name,
+        help="a repository `the-loop poll` watches (polling.repositories; repeatable)",
+    )
+    parser.add_argument(
+        "--label",
+        metavar="LABEL",
+        action="append",
+        default=[],
+        type=word_argument("label"),
+        help="a label an issue needs to be watched (polling.labels; repeatable)",
+    )
+    parser.add_argument(
+        "--authorized",
+        metavar="LOGIN",
+        action="append",
+        default=[],
+        type=word_argument("login"),
+        help="a GitHub login whose keyword comments command (routing.authorizedUsers; repeatable)",
+    )
     parser.set_defaults(func=run_init)
     return parser
+
+
+def repository_name(text: str) -> str:
+    """``OWNER/NAME``, as GitHub spells a repository."""
+    if not _REPOSITORY.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not OWNER/NAME (e.g. octo/app)")
+    return text
+
+
+def word_argument(what: str) -> Any:
+    """An argparse ``type`` for one non-blank value without control characters."""
+
+    def parse(text: str) -> str:
+        if not text.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise argparse.ArgumentTypeError(f"{quoted(text)} is not a {what}")
+        return text.strip()
+
+    return parse
 
 
 def repository_argument(text: str) -> tuple[str, str]:
@@ -74,10 +118,11 @@ def run_init(args: argparse.Namespace) -> Result:
         )
     enclosing = _enclosing_state_root(directory)
     repositories = dict(args.repo)
-    text = config_text(args.harness, repositories, directory / "workspaces")
+    polling = Polling(tuple(args.poll), tuple(args.label), tuple(args.authorized))
+    text = config_text(args.harness, repositories, directory / "workspaces", polling)
     _check(text, path)
     _write_new(path, text)
-    example = next(iter(repositories), "OWNER/REPO")
+    example = next(iter([*repositories, *polling.repositories]), "OWNER/REPO")
     ref = f"'github:{example}#1'"
     commands = [
         f"$EDITOR {path}",
@@ -106,8 +151,20 @@ def _enclosing_state_root(directory: Path) -> Path | None:
     return None
 
 
-def config_text(harness: str, repositories: dict[str, str], workspaces: Path) -> str:
-    """The commented YAML ``init`` writes (every value JSON-quoted, which YAML reads)."""
+@dataclass(frozen=True)
+class Polling:
+    """What ``init`` was told for the poller: repositories, labels, who may command."""
+
+    repositories: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    authorized: tuple[str, ...] = ()
+
+
+def config_text(
+    harness: str, repositories: dict[str, str], workspaces: Path, polling: Polling = Polling()
+) -> str:
+    """The commented YAML ``init`` writes (every value JSON-quoted, which YAML reads);
+    each top-level section once, so nothing needs merging by hand."""
     lines = [
         "# the-loop CLI config, written by `the-loop init`. Every key is optional; a key",
         "# left out has its default. docs/cli/config.md describes every key.",
@@ -125,8 +182,19 @@ def config_text(harness: str, repositories: dict[str, str], workspaces: Path) ->
         "    # Where to clone each OWNER/REPO from; unlisted ones come from",
         "    # https://github.com/OWNER/REPO.git (see cloneProtocol, defaultHost).",
         *_repository_lines(repositories),
+        "  # The GitHub logins whose `the-loop <verb>` comments command a session.",
+        f"  authorizedUsers: {_json_list(polling.authorized)}",
+        "polling:",
+        "  # The repositories `the-loop poll` watches, and the labels an open issue needs",
+        "  # to be watched ([]: every open issue).",
+        f"  repositories: {_json_list(polling.repositories)}",
+        f"  labels: {_json_list(polling.labels)}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _json_list(values: tuple[str, ...]) -> str:
+    return json.dumps(list(dict.fromkeys(values)))
 
 
 def _harness_lines(harness: str) -> list[str]:
@@ -137,7 +205,8 @@ def _harness_lines(harness: str) -> list[str]:
         "    command:",
         "      # The argv that starts your agent; {session_id}, {work_item}, {prompt},",
         "      # {model} and {effort} are replaced in each element.",
-        '      argv: ["my-agent", "--session", "{session_id}", "--work-item", "{work_item}"]',
+        f'      argv: ["{PLACEHOLDER_AGENT}", "--session", "{{session_id}}", '
+        '"--work-item", "{work_item}"]',
     ]
 
 

@@ -62,7 +62,7 @@ class CliParser(argparse.ArgumentParser):
         parsed, rest = super().parse_known_args(args, namespace or argparse.Namespace())
         vars(parsed).pop(_GIVEN, None)
         if rest:  # the deepest parser that left them names itself (it runs first)
-            vars(parsed).setdefault(_LEFT_BY, self.prog)
+            vars(parsed).setdefault(_LEFT_BY, (self.prog, tuple(self._option_string_actions)))
         return parsed, rest
 
     def parse_args(  # pyright: ignore[reportIncompatibleMethodOverride] - typeshed's overloads
@@ -70,14 +70,26 @@ class CliParser(argparse.ArgumentParser):
     ) -> argparse.Namespace:
         """As argparse's; arguments nobody took are blamed on the command they follow."""
         parsed, rest = self.parse_known_args(args, namespace)
-        left_by = vars(parsed).pop(_LEFT_BY, self.prog)
+        left_by, options = vars(parsed).pop(_LEFT_BY, (self.prog, ()))
         if rest:
             self.exit(
                 2,
-                f"{left_by}: error: unrecognized arguments: {' '.join(rest)} "
-                f"(see '{left_by} --help')\n",
+                f"{left_by}: error: unrecognized arguments: {' '.join(rest)}"
+                f"{_nearest_option(rest, options)} (see '{left_by} --help')\n",
             )
         return parsed
+
+
+def _nearest_option(rest: Sequence[str], options: Sequence[str]) -> str:
+    """`` — did you mean '--x'?`` for the first unknown option with a close known one."""
+    import difflib
+
+    for word in rest:
+        if word.startswith("--") and len(word) > 2:
+            close = difflib.get_close_matches(word.partition("=")[0], options, n=1)
+            if close:
+                return f" — did you mean {close[0]!r}?"
+    return ""
 
 
 def parent_parser() -> CliParser:

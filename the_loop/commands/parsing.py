@@ -62,6 +62,8 @@ class LoopParser(CliParser):
 def add_global_flags(parser: argparse.ArgumentParser, *, after_command: bool = False) -> None:
     """The global flags, declared once. After the command they default to absent
     (``SUPPRESS``), so a value given before the command is never overwritten."""
+    from the_loop.commands.common import path_argument
+
     default: Any = argparse.SUPPRESS if after_command else None
     parser.add_argument(
         "--config",
@@ -71,14 +73,27 @@ def add_global_flags(parser: argparse.ArgumentParser, *, after_command: bool = F
         ".the-loop/cli-config.yaml at or above the working directory, "
         "~/.the-loop/cli-config.yaml)",
     )
+    parser.add_argument(
+        "--state-root",
+        metavar="DIR",
+        type=path_argument,
+        default=default,
+        help="the state root (default: $THE_LOOP_STATE_ROOT, else state.root, else the "
+        "nearest .the-loop/ at or above the working directory, else ~/.the-loop)",
+    )
+
+
+#: The flags :func:`add_global_flags` declares, each taking one value.
+GLOBAL_FLAGS = ("--config", "--state-root")
 
 
 def refuse_repeated_global_flags(parser: argparse.ArgumentParser, argv: list[str]) -> None:
-    """``--config`` before and after the command is one flag given twice: a usage error
+    """A global flag before and after the command is one flag given twice: a usage error
     (each level parses apart, so the single-use rule of ``CliParser`` cannot see it)."""
     words = argv[: argv.index("--")] if "--" in argv else argv
-    if sum(1 for word in words if word == "--config" or word.startswith("--config=")) > 1:
-        parser.error("argument --config: given more than once; it takes one value")
+    for flag in GLOBAL_FLAGS:
+        if sum(1 for word in words if word == flag or word.startswith(f"{flag}=")) > 1:
+            parser.error(f"argument {flag}: given more than once; it takes one value")
 
 
 def walk(parser: LoopParser, path: tuple[str, ...] = ()) -> Iterator[tuple[str, LoopParser]]:

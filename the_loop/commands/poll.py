@@ -76,12 +76,20 @@ def run_poll(args: argparse.Namespace) -> Result:
 
 
 def _check_config(context: Context) -> None:
-    """Exit 2 with nothing to watch; warn when nobody may command."""
+    """Exit 2 with nothing to watch or no token; warn when nobody may command."""
     from the_loop.adapters.poll_factory import poll_settings
+    from the_loop.commands.poll_cycle import github_token
+    from the_loop.github.poster import TOKEN_ACCESS, token_sources
 
     settings = poll_settings(context.config)
     if not settings.repositories:
         raise UsageError("polling.repositories is empty: there is nothing to poll")
+    if not github_token(context):
+        sources = token_sources(context.config.get_str("integrations.github.tokenEnv", ""))
+        raise UsageError(
+            f"no GitHub token: the-loop read {sources} and found none set, so it sent no "
+            f"request; export one there ({TOKEN_ACCESS})"
+        )
     if settings.intake.policy.authorized.nobody:
         warn("routing.authorizedUsers is empty: no comment can command a session")
 

@@ -3,7 +3,9 @@
 A config is a small hand-written document, so a document nested deeper than
 :data:`MAX_DEPTH`, one whose aliases expand past :data:`MAX_EXPANDED_NODES` values
 (a "billion laughs"), or one with a recursive alias is refused before anything
-expands it (decision 007). Every refusal is one :class:`YamlRefused`.
+expands it (decision 007). So is a key given twice in one mapping, at its line: the
+loader would keep the last and drop the first silently. Every refusal is one
+:class:`YamlRefused`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_DEPTH = 64
 MAX_EXPANDED_NODES = 10_000
@@ -66,6 +68,7 @@ def parse_yaml(text: str) -> Any:
         if node is None:
             return None
         check_expansion(node)
+        check_duplicate_keys(node)
         return loader.construct_document(node)  # pyright: ignore[reportUnknownMemberType]
     except yaml.YAMLError as error:
         raise _refusal(error) from error
@@ -111,3 +114,42 @@ def check_expansion(root: Node) -> None:
             open_nodes.add(key)
             stack.append((node, True))
             stack.extend((child, False) for child in _children(node))
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def check_duplicate_keys(root: Node) -> None:
+    """Refuse a mapping that holds one key twice, at the second one's line and column.
+
+    Keys compare by their resolved tag and text (``1`` and ``"1"`` differ); ``<<``
+    merges are left to the loader. Each distinct node is visited once.
+    """
+    seen: set[int] = set()
+    stack: list[Node] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            _refuse_repeated_keys(node)
+        stack.extend(_children(node))
+
+
+def _refuse_repeated_keys(mapping: MappingNode) -> None:
+    first: dict[tuple[str, str], int] = {}
+    for key, _ in mapping.value:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(key, ScalarNode) or key.tag == _MERGE_TAG:
+            continue
+        text = str(key.value)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        line = key.start_mark.line + 1
+        earlier = first.get((key.tag, text))
+        first.setdefault((key.tag, text), line)
+        if earlier is not None:
+            raise YamlRefused(
+                f"the key {text!r} is given twice in one mapping (first at line {earlier}): "
+                "YAML would keep only the last; merge the two into one",
+                line,
+                key.start_mark.column + 1,
+            )

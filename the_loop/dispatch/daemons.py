@@ -10,19 +10,25 @@ import fcntl
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from the_loop.errors import TheLoopError
 from the_loop.fsio import StrangerFile, make_directory, open_regular, read_bytes, read_regular
 from the_loop.layout import StateLayout
 
+#: How a daemon was found running: it holds the poller's lock, or its pidfile names a
+#: live process (one that does not hold the lock, for the poller: an older release's).
+Evidence = Literal["lock", "pid"]
+
 
 @dataclass(frozen=True)
 class RunningDaemon:
-    """A daemon whose pidfile names a live process."""
+    """A daemon found running, and how (``evidence``)."""
 
     name: str
     pid: int
     pidfile: Path
+    evidence: Evidence = "pid"
 
 
 def pid_is_running(pid: int) -> bool:
@@ -84,14 +90,15 @@ def _pidfiles(layout: StateLayout) -> tuple[tuple[str, Path], ...]:
 
 
 def running_daemons(layout: StateLayout) -> list[RunningDaemon]:
-    """The webhook receiver and the poller of ``layout``'s root, when their pid is live."""
+    """The webhook receiver and the poller of ``layout``'s root when their pidfile names a
+    live process, and the poller when a process holds its lock (``evidence`` says which)."""
     found: list[RunningDaemon] = []
     for name, pidfile in _pidfiles(layout):
         if pidfile == layout.poll_pidfile:
             held = poller_holder(pidfile)
             if held is not None:
-                found.append(RunningDaemon(name, held, pidfile))
-            continue
+                found.append(RunningDaemon(name, held, pidfile, "lock"))
+                continue
         pid = read_pid(pidfile)
         if pid is not None and pid_is_running(pid):
             found.append(RunningDaemon(name, pid, pidfile))

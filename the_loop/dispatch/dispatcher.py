@@ -351,17 +351,17 @@ class Dispatcher:
 
     def _harness(self, name: str | None) -> tuple[str, Harness]:
         """The named (default: configured) harness, refused when it cannot run here."""
+        from the_loop.dispatch.harnesses import cannot_run
+
         chosen = name or self.settings.default_harness
         harness = self.harnesses.get(chosen)
         if harness is None:
             if chosen == "command":
-                raise TheLoopError(
-                    "the command harness is not configured: set routing.harnesses.command.argv"
-                )
+                raise TheLoopError(cannot_run(chosen, None))
             known = ", ".join(sorted(self.harnesses)) or "none"
             raise TheLoopError(f"unknown harness {chosen!r} (configured: {known})")
         if not harness.available():
-            raise TheLoopError(f"the {chosen} harness cannot run: {harness.binary} is not on PATH")
+            raise TheLoopError(cannot_run(chosen, harness.binary))
         return chosen, harness
 
     def _prepare(self, ref: WorkItemRef, branch: str | None, progress: _Spawning) -> Path:

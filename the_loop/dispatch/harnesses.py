@@ -216,6 +216,31 @@ class CommandHarness(Harness):
 
 #: Every harness name, in the order commands offer them (``--harness``, the config schema).
 HARNESSES = (ClaudeHarness.name, CursorHarness.name, CommandHarness.name)
+#: The agent ``the-loop init --harness command`` writes into ``routing.harnesses.command.argv``.
+PLACEHOLDER_AGENT = "my-agent"
+
+
+def cannot_run(name: str, binary: str | None) -> str:
+    """Why harness ``name`` cannot start (``binary`` not on PATH; None: not configured),
+    and the two ways out: the config key that fixes it, or another harness."""
+    others = "|".join(other for other in HARNESSES if other != name)
+    elsewhere = (
+        f"or start another agent with `sessions start --harness {others}` "
+        "(routing.defaultHarness sets the one used by default)"
+    )
+    if name != CommandHarness.name:
+        return (
+            f"the {name} harness cannot run: {binary} is not on PATH; install it or set "
+            f"routing.harnesses.{name}.binary to its path, {elsewhere}"
+        )
+    key = "routing.harnesses.command.argv"
+    if binary is None:
+        return f"the command harness is not configured: set {key}, {elsewhere}"
+    placeholder = " (still init's placeholder)" if binary == PLACEHOLDER_AGENT else ""
+    return (
+        f"the command harness cannot run: {binary}{placeholder} is not on PATH; set {key} "
+        f"to the argv that starts your agent, {elsewhere}"
+    )
 
 
 def harnesses_from_config(config: Config) -> dict[str, Harness]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from the_loop.dispatch.disposal import CheckoutDisposal, forced_by, plan_disposal
 from the_loop.errors import CloseIncomplete, RemovalIncomplete, TheLoopError
@@ -40,12 +40,23 @@ class SessionCloseError(CloseIncomplete):
         self.checkouts = checkouts
 
 
+#: What a close did with one endpoint's tmux session: kept (its pane, the transcript, is
+#: still there), killed, or gone (not there, or it ended with its harness: nothing kept).
+TmuxFate = Literal["kept", "killed", "gone"]
+
+
 @dataclass(frozen=True)
 class CloseReport:
     """What a close did with the work item's checkouts (none when they are kept by
-    ``routing.workspace.keepCheckoutOnClose`` or workspaces are off)."""
+    ``routing.workspace.keepCheckoutOnClose`` or workspaces are off) and, per endpoint's
+    tmux session name, what became of it (``tmux``, in endpoint order)."""
 
     checkouts: tuple[CheckoutDisposal, ...] = ()
+    tmux: tuple[tuple[str, TmuxFate], ...] = ()
+
+    def tmux_sessions(self, fate: TmuxFate) -> tuple[str, ...]:
+        """The tmux session names whose fate was ``fate``."""
+        return tuple(name for name, done in self.tmux if done == fate)
 
     @property
     def checkout_removed(self) -> bool:
@@ -84,10 +95,11 @@ class Teardown:
         record = self.registry.find_by_work_item(ref, include_closed=True) or session
         keep = self.settings.keep_session_on_close if keep_tmux is None else keep_tmux
         errors: list[str] = []
+        tmux: list[tuple[str, TmuxFate]] = []
         for endpoint in (*record.pull_requests, record):
             if endpoint.tmux_target:
                 try:
-                    self._release_tmux(endpoint, keep)
+                    tmux.append((endpoint.tmux_target, self._release_tmux(endpoint, keep)))
                 except STEP_ERRORS as error:
                     errors.append(f"tmux session {endpoint.tmux_target}: {error}")
         done: tuple[CheckoutDisposal, ...] = ()
@@ -100,7 +112,7 @@ class Teardown:
             raise SessionCloseError(
                 f"closed the session of {ref.ref}, but " + "; ".join(errors), checkouts=done
             )
-        return CloseReport(done)
+        return CloseReport(done, tuple(tmux))
 
     def end_tmux_session(self, name: str) -> bool:
         """End the harness, then kill the session; True when one was there (cleanup).
@@ -157,22 +169,24 @@ class Teardown:
                 "not this one: left running (end it from there)"
             )
 
-    def _release_tmux(self, endpoint: Session, keep: bool) -> None:
-        """Kill the endpoint's tmux session, or end its harness and keep it (retained).
+    def _release_tmux(self, endpoint: Session, keep: bool) -> TmuxFate:
+        """Kill the endpoint's tmux session, or end its harness and keep it (retained);
+        what became of it, as tmux says once the harness ended.
 
         A session of that name another state root started since (its agent, not ours) is
         left running: ``TheLoopError`` names that root."""
         target = endpoint.tmux_target
         self._refuse_foreign(target)
         if not keep:
-            self.tmux.kill(target)
-            return
+            return "killed" if self.tmux.kill(target) else "gone"
         if self.settings.kill_harness_on_close:
             if self.tmux.liveness(target) == "live":
                 self.tmux.keep_panes(target)  # a hand-started session may not keep them
             self.tmux.terminate_harness(target, self.settings.harness_kill_grace_seconds)
-        if self.tmux.liveness(target) in ("live", "dead"):
-            self.events.emit("session.retained", work_item=endpoint.ref, tmux_target=target)
+        if self.tmux.liveness(target) not in ("live", "dead"):
+            return "gone"
+        self.events.emit("session.retained", work_item=endpoint.ref, tmux_target=target)
+        return "kept"
 
     def _remove_checkouts(
         self, ref: WorkItemRef, record: Session | None, errors: list[str], force: bool

@@ -17,7 +17,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -70,6 +70,26 @@ LIST_TIMEOUT_SECONDS = 10.0
 #: shared by several projects, one project never ends another's agent.
 OWNER_OPTION = "@the-loop-root"
 RUNNING_HINT = "it may be another start's session; see `the-loop sessions list`"
+
+
+#: The suffix :meth:`TmuxRunner.keep_transcript` gives a kept transcript's name.
+_KEPT_SUFFIX = re.compile(r"~\d{8}T\d{6}Z(?:-\d+)?\Z")
+
+
+def is_kept_transcript(name: str) -> bool:
+    """Whether ``name`` is a transcript kept under a new name (``<name>~<UTC stamp>``)."""
+    return _KEPT_SUFFIX.search(name) is not None
+
+
+def kept_transcripts_among(name: str, names: Iterable[str]) -> list[str]:
+    """Those of ``names`` that hold ``name``'s earlier transcripts, kept under new names
+    (``<name>~<UTC stamp>``), sorted."""
+    prefix = f"{name}~"
+    return sorted(
+        kept
+        for kept in names
+        if kept.startswith(prefix) and _KEPT_SUFFIX.fullmatch(kept, len(name))
+    )
 
 
 def check_name(name: str) -> str:
@@ -169,12 +189,16 @@ class TmuxRunner:
         return kept
 
     def keep_panes(self, name: str) -> None:
-        """Set ``remain-on-exit`` on every window of ``name``, so ending its harness keeps
-        the panes (the transcript), whoever started the session."""
+        """Set ``remain-on-exit`` on every window and every pane of ``name``, so ending its
+        harness keeps the panes (the transcript), whoever started the session: a pane's own
+        value of the option overrides its window's."""
         check_name(name)
         windows = self._tmux("list-windows", "-t", f"={name}", "-F", "#{window_id}")
         for window in windows.stdout.split():
             self._tmux("set-option", "-w", "-t", window, "remain-on-exit", "on")
+        panes = self._tmux("list-panes", "-s", "-t", f"={name}:", "-F", "#{pane_id}")
+        for pane in panes.stdout.split():
+            self._tmux("set-option", "-p", "-t", pane, "remain-on-exit", "on")
 
     def keep_transcript(self, name: str) -> str:
         """Rename the (dead) session ``name`` to ``<name>~<UTC stamp>``; the new name."""
@@ -186,6 +210,14 @@ class TmuxRunner:
                 self._tmux("rename-session", "-t", f"={name}", kept)
                 return kept
         raise DispatchError(f"cannot find a free name to keep the transcript of {name}")
+
+    def kept_transcripts(self, name: str) -> list[str]:
+        """The sessions holding ``name``'s earlier transcripts, kept under new names
+        (``<name>~<UTC stamp>``), sorted; empty when there are none, ``name`` is no
+        ``loop-…`` target, or tmux did not answer."""
+        if not NAME_PATTERN.match(name):
+            return []
+        return kept_transcripts_among(name, self.session_states() or {})
 
     def liveness(self, name: str) -> Liveness:
         """``live`` (a pane runs), ``dead`` (all panes exited, kept), ``absent``, or ``unknown``."""

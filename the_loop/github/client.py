@@ -123,6 +123,8 @@ class GitHubClient:
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     deadline: float = DEFAULT_DEADLINE_SECONDS
     before_post: Callable[[], None] | None = None
+    #: Added to the message of a refused token (401, or a 403 that is no rate limit).
+    token_advice: str = ""
     stats: ClientStats = field(default_factory=ClientStats)
     _connections: dict[_Origin, http.client.HTTPConnection] = field(
         default_factory=dict[_Origin, http.client.HTTPConnection], init=False, repr=False
@@ -230,7 +232,7 @@ class GitHubClient:
             body = (cached.body or "").encode("utf-8")
             return GitHubResponse(304, url, answer.headers, body, cached.next_url, True)
         if not 200 <= answer.status < 300:
-            raise _refusal(url, answer)
+            raise _refusal(url, answer, self.token_advice)
         next_url = self._linked(url, answer.headers, "next")
         etag = answer.headers.get("etag", "")
         if etag:
@@ -246,7 +248,7 @@ class GitHubClient:
         headers = {**self._headers(), "Content-Type": "application/json"}
         answer = self._exchange("POST", url, json.dumps(payload).encode("utf-8"), headers)
         if not 200 <= answer.status < 300:
-            raise _refusal(url, answer)
+            raise _refusal(url, answer, self.token_advice)
         return GitHubResponse(answer.status, url, answer.headers, answer.body)
 
     def _headers(self) -> dict[str, str]:
@@ -364,16 +366,22 @@ def _reason(error: BaseException) -> str:
     return f"{kind}: {said}" if said and kind not in said else said or kind
 
 
-def _refusal(url: str, answer: _Answer) -> GitHubHTTPError:
+def _refusal(url: str, answer: _Answer, token_advice: str = "") -> GitHubHTTPError:
     detail = error_detail(answer.body)
     suffix = f": {detail}" if detail else ""
     retry_after = header_integer(answer.headers, "retry-after")
-    return GitHubHTTPError(
+    error = GitHubHTTPError(
         f"{_where(url)} answered {answer.status} {one_line(answer.reason)}{suffix}",
         status=answer.status,
         retry_after=None if retry_after is None else float(retry_after),
         rate=RateLimit.from_headers(answer.headers),
         detail=detail,
+    )
+    if not (token_advice and error.token_refused):
+        return error
+    message = f"{error}: GitHub refused the token ({token_advice})"
+    return GitHubHTTPError(
+        message, status=error.status, retry_after=error.retry_after, rate=error.rate, detail=detail
     )
 
 

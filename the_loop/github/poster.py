@@ -38,6 +38,25 @@ class GitHubError(TheLoopError):
     """A comment that could not be posted; the message never holds the token."""
 
 
+#: What a token must be allowed to do, for the messages about a missing or refused one.
+TOKEN_ACCESS = (
+    "the token needs read access to the repositories' issues, and write access to "
+    "issues to post notices"
+)
+
+
+def token_sources(variable: str = "") -> str:
+    """The variables :func:`token_from_environment` reads, for a message."""
+    if variable:
+        return f"${variable} (integrations.github.tokenEnv)"
+    return " and ".join(f"${name}" for name in TOKEN_VARIABLES)
+
+
+def token_help(variable: str = "") -> str:
+    """Where the token is read from and what it needs, for a refused token's message."""
+    return f"the-loop reads the token from {token_sources(variable)}; {TOKEN_ACCESS}"
+
+
 def token_from_environment(environ: Mapping[str, str], variable: str = "") -> str:
     """``$<variable>`` when one is named (``integrations.github.tokenEnv``), else
     ``$GITHUB_TOKEN``, else ``$GH_TOKEN``; ``""`` when the one(s) looked at are unset."""

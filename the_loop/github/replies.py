@@ -85,6 +85,11 @@ class GitHubHTTPError(TheLoopError):
         return self.status == 429 or self.retry_after is not None or exhausted or said
 
     @property
+    def token_refused(self) -> bool:
+        """GitHub refused the token itself: a 401, or a 403 that is not a rate limit."""
+        return self.status == 401 or (self.status == 403 and not self.rate_limited)
+
+    @property
     def retryable(self) -> bool:
         """Worth asking again later: rate limited, a 5xx, or no answer at all."""
         return self.rate_limited or self.status is None or self.status >= 500

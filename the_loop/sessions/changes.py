@@ -34,19 +34,29 @@ def registered(session: Session, existing: Session | None, now: str) -> Session:
     return record
 
 
-def switched(record: Session, old: str, new: str) -> Session | None:
-    """Every endpoint in status ``old`` moved to ``new``, when the item's own one is ``old``."""
+def switched(record: Session, old: str, new: str, now: str) -> Session | None:
+    """Every endpoint in status ``old`` moved to ``new`` and stamped ``now`` (its last
+    event), when the item's own one is ``old``."""
     if record.status != old:
         return None
-    moved = [replace(item, status=new) for item in record.endpoints() if item.status == old]
+    moved = [
+        replace(item, status=new, last_event_at=now)
+        for item in record.endpoints()
+        if item.status == old
+    ]
     for endpoint in moved:
         record = record.with_endpoint(endpoint)
     return record
 
 
-def closed_all(record: Session) -> Session | None:
-    """Every live endpoint closed; None when none was live."""
-    closed = [replace(item, status=CLOSED) for item in record.endpoints() if item.is_live]
+def closed_all(record: Session, now: str) -> Session | None:
+    """Every live endpoint closed and stamped ``now`` (its last event); None when none was
+    live."""
+    closed = [
+        replace(item, status=CLOSED, last_event_at=now)
+        for item in record.endpoints()
+        if item.is_live
+    ]
     for endpoint in closed:
         record = record.with_endpoint(endpoint)
     return record if closed else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Literal, cast
 
@@ -216,25 +217,24 @@ class SessionRegistry:
 
     def pause(self, ref: WorkItemRef | str) -> Session | None:
         """Pause an active session (and its active PR endpoints); None when nothing changed."""
-        record = self._change(as_ref(ref), lambda record: changes.switched(record, ACTIVE, PAUSED))[
-            1
-        ]
+        paused = partial(changes.switched, old=ACTIVE, new=PAUSED, now=utc_timestamp())
+        record = self._change(as_ref(ref), paused)[1]
         if record is not None:
             self._events.emit("session.paused", work_item=record.ref)
         return record
 
     def resume(self, ref: WorkItemRef | str) -> Session | None:
         """Resume a paused session (and its paused PR endpoints); None when nothing changed."""
-        record = self._change(as_ref(ref), lambda record: changes.switched(record, PAUSED, ACTIVE))[
-            1
-        ]
+        resumed = partial(changes.switched, old=PAUSED, new=ACTIVE, now=utc_timestamp())
+        record = self._change(as_ref(ref), resumed)[1]
         if record is not None:
             self._events.emit("session.resumed", work_item=record.ref)
         return record
 
     def close(self, ref: WorkItemRef | str, reason: str = "") -> bool:
         """Close the item's endpoint and every PR endpoint; True when something live closed."""
-        record = self._change(as_ref(ref), changes.closed_all)[1]
+        closed = partial(changes.closed_all, now=utc_timestamp())
+        record = self._change(as_ref(ref), closed)[1]
         if record is None:
             return False
         self._events.emit("session.closed", work_item=record.ref, reason=reason)

@@ -1,7 +1,8 @@
 """``sessions cleanup``: release every local resource of a work item.
 
-Every tmux session of the item is ended, its checkout(s) removed and its session
-record forgotten, whatever the retention settings; ``--dry-run`` only says what would go.
+Every tmux session of the item is ended (the transcripts kept under new names too), its
+checkout(s) removed and its session record forgotten, whatever the retention settings;
+``--dry-run`` only says what would go.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from the_loop.commands.sessions.checkout_lines import checkout_line
 from the_loop.commands.sessions.known import require_known
 from the_loop.commands.sessions.lifecycle import add_force
 from the_loop.commands.stores import open_dispatcher, open_stores
+from the_loop.dispatch.tmux import is_kept_transcript as is_kept
 from the_loop.errors import EXIT_FAILED, EXIT_OK
 from the_loop.ref import WorkItemRef
 
@@ -29,7 +31,8 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
         "cleanup",
         parents=[*parents, work_item_parent(), format_parent()],
         help="release every local resource of a work item",
-        description="End every tmux session of the work item, remove its checkout(s) and "
+        description="End every tmux session of the work item (kept transcripts included), "
+        "remove its checkout(s) and "
         "forget its session record, whatever the retention settings; record `cleanup`. "
         "A checkout holding uncommitted changes or unpushed commits is kept unless --force.",
     )
@@ -66,7 +69,10 @@ def cleanup_lines(outcome: CleanupOutcome) -> list[str]:
     """The text report of a cleanup (its errors are the result's, printed after)."""
     ref, dry = outcome.ref, outcome.dry_run
     end, remove = ("would end", "would remove") if dry else ("ended", "removed")
-    lines = [f"{ref}: {end} tmux session {name}" for name in outcome.tmux_killed]
+    lines = [
+        f"{ref}: {end} tmux session {name}" + (" (a kept transcript)" if is_kept(name) else "")
+        for name in outcome.tmux_killed
+    ]
     lines += [checkout_line(ref, done, dry_run=dry) for done in outcome.checkouts]
     if outcome.record_removed:
         lines.append(f"{ref}: {remove} the session record")

@@ -25,10 +25,29 @@ def comment_parent() -> argparse.ArgumentParser:
         "--comment",
         action=ONCE_BOOLEAN,
         default=None,
-        help="post the keyword on the ticket too (default: on when $GITHUB_TOKEN or "
-        "$GH_TOKEN is set, unless integrations.github.comment is false)",
+        help="say on the ticket too what was done and who asked (default: on when "
+        "$GITHUB_TOKEN or $GH_TOKEN is set, unless integrations.github.comment is false)",
     )
     return parent
+
+
+#: What each keyword did, as the ticket's readers are told it.
+_DONE = {
+    "start": "Started an agent session",
+    "pause": "Paused the agent session",
+    "resume": "Resumed the agent session",
+    "stop": "Stopped the agent session",
+}
+
+
+def keyword_comment(keyword: str, actor: str) -> str:
+    """The comment for ``keyword``: what happened and who asked, in words (the poster adds
+    the marker). It starts with none of the keyword grammar's prefixes: no command."""
+    done = _DONE.get(keyword, f"Ran {keyword} on the agent session")
+    return (
+        f"{done} for this ticket, as {actor} asked on their machine "
+        f"(`the-loop sessions {keyword}`)."
+    )
 
 
 def with_keyword_comment(
@@ -39,20 +58,21 @@ def with_keyword_comment(
     ref: WorkItemRef,
     keyword: str,
 ) -> Result:
-    """``result`` after posting ``keyword`` (see :func:`post_keyword`): a posted comment adds
-    a line ``<ref>: posted '<keyword>' on <url>`` and ``commentUrl`` to the item."""
+    """``result`` after saying ``keyword`` on the ticket (see :func:`post_keyword`): a posted
+    comment adds a line ``<ref>: said so on the ticket: <url>`` and ``commentUrl``."""
     url = post_keyword(requested, context, stores, ref, keyword)
     if url is None:
         return result
     items = [{**item, "commentUrl": url} for item in result.items]
-    lines = [*result.text(), f"{ref.ref}: posted {keyword!r} on {url}"]
+    lines = [*result.text(), f"{ref.ref}: said so on the ticket: {url}"]
     return dataclasses.replace(result, items=tuple(items), text=lambda: lines)
 
 
 def post_keyword(
     requested: bool | None, context: Context, stores: Stores, ref: WorkItemRef, keyword: str
 ) -> str | None:
-    """Post ``keyword`` on ``ref``'s ticket when ``requested`` (None: the default applies).
+    """Say on ``ref``'s ticket that ``keyword`` ran and who asked (:func:`keyword_comment`),
+    when ``requested`` (None: the default applies).
 
     The posted comment's URL (the ticket's when the API named none); None when not posted.
     """
@@ -75,7 +95,8 @@ def post_keyword(
         return None
     api_url = github.api_url_for(ref, context.config.get_str("integrations.github.apiUrl"))
     try:
-        posted = github.post_issue_comment(ref, keyword, token=token, api_url=api_url)
+        body = keyword_comment(keyword, context.actor)
+        posted = github.post_issue_comment(ref, body, token=token, api_url=api_url)
     except github.GitHubError as error:
         stores.events.emit(
             "comment.failed", level="warning", work_item=ref.ref, command=keyword, error=str(error)

@@ -120,7 +120,7 @@ def run_close(args: argparse.Namespace) -> Result:
         report = dispatcher.close_session(
             session, "sessions close", keep_tmux=args.keep_tmux, force=args.force
         )
-    return closed(ref, dispatcher.settings, session, report, args.keep_tmux)
+    return closed(ref, dispatcher.settings, session, report)
 
 
 def run_stop(args: argparse.Namespace) -> Result:
@@ -144,7 +144,7 @@ def run_stop(args: argparse.Namespace) -> Result:
             result = reported(ref, "recorded", line, **facts)
         else:
             report = dispatcher.close_session(session, "stop", force=args.force)
-            result = closed(ref, dispatcher.settings, session, report, None)
+            result = closed(ref, dispatcher.settings, session, report)
     return with_keyword_comment(result, args.comment, context, stores, ref, STOP)
 
 

@@ -13,6 +13,7 @@ from the_loop.sessions.session import Session
 if TYPE_CHECKING:
     from the_loop.dispatch.dispatcher import CloseReport
     from the_loop.dispatch.settings import DispatchSettings
+    from the_loop.dispatch.teardown import TmuxFate
 
 
 def reported(ref: WorkItemRef, outcome: str, line: str, *more: str, **facts: Any) -> Result:
@@ -26,14 +27,18 @@ def closed(
     settings: DispatchSettings,
     session: Session,
     report: CloseReport,
-    keep: bool | None,
 ) -> Result:
     """The result of a close: its line, one line per checkout, the facts."""
-    line = _closed_line(settings, session, keep)
+    line = _closed_line(settings, session, report)
     more = [checkout_line(ref.ref, done) for done in report.checkouts]
     checkouts = [done.to_dict() for done in report.checkouts]
     removed = report.checkout_removed
-    facts = {"checkoutRemoved": removed, "checkouts": checkouts, **session_facts(session)}
+    facts = {
+        "checkoutRemoved": removed,
+        "checkouts": checkouts,
+        "tmux": [{"name": name, "fate": fate} for name, fate in report.tmux],
+        **session_facts(session),
+    }
     return reported(ref, "closed", line, *more, **facts)
 
 
@@ -42,13 +47,22 @@ def session_facts(session: Session | None) -> dict[str, Any]:
     return {"session": session.to_dict() if session is not None else None}
 
 
-def _closed_line(settings: DispatchSettings, session: Session, keep: bool | None) -> str:
+#: How a close line says each fate of a tmux session (the names, joined, go in ``{}``).
+_TMUX_FATES: tuple[tuple[TmuxFate, str], ...] = (
+    ("kept", "kept tmux {} for its transcript"),
+    ("killed", "killed tmux {}"),
+    ("gone", "tmux {} is gone: no transcript kept"),
+)
+
+
+def _closed_line(settings: DispatchSettings, session: Session, report: CloseReport) -> str:
+    """What the close did, as tmux says it ended: a transcript is claimed only when kept."""
     parts = [f"{session.ref}: closed the {session.harness or 'agent'} session"]
-    targets = [endpoint.tmux_target for endpoint in session.endpoints() if endpoint.tmux_target]
-    if targets:
-        kept = keep if keep is not None else settings.keep_session_on_close
-        names = ", ".join(targets)
-        parts.append(f"kept tmux {names} for its transcript" if kept else f"killed tmux {names}")
+    order = [endpoint.tmux_target for endpoint in session.endpoints()]
+    for fate, words in _TMUX_FATES:
+        names = sorted(report.tmux_sessions(fate), key=lambda name: order.index(name))
+        if names:
+            parts.append(words.format(", ".join(names)))
     if session.cwd and settings.keep_checkout_on_close:
         parts.append(f"kept its checkout {session.cwd}")
     return "; ".join(parts)

@@ -18,6 +18,7 @@ from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, describe_error
 if TYPE_CHECKING:
     from the_loop.commands.common import Context
     from the_loop.commands.stores import Stores
+    from the_loop.dispatch.daemons import RunningDaemon
     from the_loop.dispatch.disposal import CheckoutDisposal
     from the_loop.dispatch.factory import Adapters
     from the_loop.ref import WorkItemRef
@@ -74,7 +75,7 @@ def warnings_for(context: Context) -> list[str]:
     from the_loop.dispatch.daemons import pidfile_problems, running_daemons
 
     found = [
-        f"the {daemon.name} looks like it is running (pid {daemon.pid}); it can write "
+        f"the {daemon.name} looks like it is running ({_how_found(daemon)}); it can write "
         "in-flight poll state back after this reset — stop it first for a clean slate"
         for daemon in running_daemons(context.layout)
     ]
@@ -95,6 +96,18 @@ def warnings_for(context: Context) -> list[str]:
     return found
 
 
+def _how_found(daemon: RunningDaemon) -> str:
+    """Which evidence says the daemon runs: the poller's lock, or a live pid."""
+    if daemon.evidence == "lock":
+        return f"pid {daemon.pid} holds the lock on {daemon.pidfile}"
+    if daemon.name == "poller":
+        return (
+            f"{daemon.pidfile} names the live pid {daemon.pid}, which holds no lock on it: "
+            "a poller of an older release, or a pid since reused"
+        )
+    return f"pid {daemon.pid}"
+
+
 def run(args: argparse.Namespace) -> Result:
     """Handle ``sessions reset``."""
     from the_loop.commands.common import load_context
@@ -110,6 +123,7 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def _run(args: argparse.Namespace, context: Context, stores: Stores) -> Result:
+    from the_loop.commands.sessions.reset_left import left_in_tmux, tmux_targets
     from the_loop.commands.sessions.reset_report import reported
     from the_loop.dispatch.factory import Adapters
 
@@ -122,12 +136,17 @@ def _run(args: argparse.Namespace, context: Context, stores: Stores) -> Result:
         return Result(summary=summary, errors=(NOTHING_AT_ALL,), exit_code=EXIT_FAILED)
     # One tmux runner and workspace, built on first use.
     adapters = Adapters(context.config, owner=str(context.layout.root))
+    targets = tmux_targets(stores.registry, items)  # before the records go
     outcomes, problems, checkouts = _reset_all(args, context, stores, adapters, items)
     if args.dry_run:
         checkouts = _planned_checkouts(args, context, stores, adapters, outcomes)
+    keep_live = context.config.get_bool("routing.tmux.keepSessionOnClose")
+    left = left_in_tmux(adapters, targets, dry_run=args.dry_run, keep_live=keep_live)
     failed = problems or not all(outcome.ok for outcome in outcomes)
     exit_code = EXIT_FAILED if failed else EXIT_OK
-    return reported(outcomes, checkouts, problems, dry_run=args.dry_run, exit_code=exit_code)
+    return reported(
+        outcomes, checkouts, problems, left=left, dry_run=args.dry_run, exit_code=exit_code
+    )
 
 
 def _refuse_an_unwritable_log(context: Context, *, dry_run: bool) -> None:

@@ -29,11 +29,20 @@ def _removals(outcome: ResetOutcome) -> str:
     return ", ".join(listed) + joiner + older
 
 
+def _left_line(ref: str, left: tuple[str, ...], *, dry_run: bool) -> str:
+    """What the reset leaves in tmux, and what ends it."""
+    verb = "would keep" if dry_run else "kept"
+    return (
+        f"{ref}: {verb} tmux {', '.join(left)} for the transcript (a reset never ends one); "
+        f"`the-loop sessions cleanup --work-item '{ref}'` ends it"
+    )
+
+
 def _item_lines(
-    outcome: ResetOutcome, checkouts: tuple[CheckoutDisposal, ...]
+    outcome: ResetOutcome, checkouts: tuple[CheckoutDisposal, ...], left: tuple[str, ...] = ()
 ) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for one item; ``checkouts`` what its close did (or
-    would do) with each checkout."""
+    would do) with each checkout, ``left`` the tmux sessions the reset leaves."""
     ref = outcome.ref
     out: list[str] = []
     err: list[str] = []
@@ -51,6 +60,8 @@ def _item_lines(
         out += [checkout_line(ref, done) for done in checkouts]
         if listed:
             out.append(f"{ref}: reset — removed {listed}")
+    if left:
+        out.append(_left_line(ref, left, dry_run=outcome.dry_run))
     err.extend(f"{ref}: error: {error}" for error in outcome.errors)
     if not outcome.found:
         err.append(f"{ref}: nothing to reset")
@@ -71,6 +82,7 @@ def reported(
     checkouts: Checkouts,
     problems: list[str],
     *,
+    left: dict[str, tuple[str, ...]] | None = None,
     dry_run: bool,
     exit_code: int,
 ) -> Result:
@@ -78,16 +90,20 @@ def reported(
 
     The items are built only when JSON is asked for, as the renderer writes them.
     """
+    kept = left or {}
 
     def item(outcome: ResetOutcome) -> dict[str, Any]:
         entry = outcome.to_dict()
         entry["checkouts"] = [done.to_dict() for done in checkouts.get(outcome.ref, ())]
+        entry["tmuxKept"] = list(kept.get(outcome.ref, ()))
         return entry
 
     def text() -> list[TextLine]:
         lines: list[TextLine] = []
         for outcome in outcomes:
-            out, err = _item_lines(outcome, checkouts.get(outcome.ref, ()))
+            out, err = _item_lines(
+                outcome, checkouts.get(outcome.ref, ()), kept.get(outcome.ref, ())
+            )
             lines += [*out, *(Stderr(line) for line in err)]
         lines.append(_summary(outcomes, dry_run))
         return lines
