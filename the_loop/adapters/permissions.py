@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from the_loop.errors import TheLoopError
-from the_loop.fsio import locked, read_object, write_json
+from the_loop.adapters.local_file import read_local_map
+from the_loop.fsio import locked, write_json
 from the_loop.github.client import GitHubClient
 from the_loop.github.replies import GitHubHTTPError
 from the_loop.intake.people import login_key
@@ -90,13 +90,7 @@ class RepositoryPermissions:
             write_json(self.path, {"version": FORMAT_VERSION, "answers": answers})
 
     def _read(self) -> dict[str, Any]:
-        status, data, problem = read_object(self.path)
-        if status == "stranger":
-            raise TheLoopError(f"{self.path} is not a regular file ({problem}); remove it")
-        if status != "ok" or not isinstance(data, dict):
-            return {}
-        answers = cast(dict[str, Any], data).get("answers")
-        return dict(cast(dict[str, Any], answers)) if isinstance(answers, dict) else {}
+        return read_local_map(self.path, "answers")
 
 
 def _fresh(entry: object, now: float) -> str | None:

@@ -10,10 +10,10 @@ stranger's file (a symlink, a directory) is never read or written.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from the_loop.errors import TheLoopError
-from the_loop.fsio import locked, read_object, write_json
+from the_loop.adapters.local_file import read_local_map
+from the_loop.fsio import locked, write_json
 from the_loop.layout import WATCHED_FILE, StateLayout
 from the_loop.polling.watch_cache import FORMAT_VERSION, RepositoryListing
 
@@ -49,10 +49,4 @@ class FileWatchCache:
         self._repositories = repositories
 
     def _read(self) -> dict[str, Any]:
-        status, data, problem = read_object(self.path)
-        if status == "stranger":
-            raise TheLoopError(f"{self.path} is not a regular file ({problem}); remove it")
-        if status != "ok" or not isinstance(data, dict):
-            return {}
-        found = cast(dict[str, Any], data).get("repositories")
-        return dict(cast(dict[str, Any], found)) if isinstance(found, dict) else {}
+        return read_local_map(self.path, "repositories")
