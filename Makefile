@@ -29,7 +29,7 @@ check: install
 	$(BIN)/ruff format --check the_loop tests scripts
 	$(BIN)/pyright
 	$(BIN)/pymarkdown --config .pymarkdown.json scan README.md docs
-	$(BIN)/python scripts/validate_config.py docs/examples/*.yaml
+	for config in docs/examples/*.yaml; do $(BIN)/the-loop config check --config "$$config" || exit 1; done
 	$(BIN)/pytest
 
 format: install

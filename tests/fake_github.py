@@ -1,7 +1,10 @@
 """A loopback stand-in for the GitHub REST API: a real HTTP/1.1 server on 127.0.0.1.
 
 The test drives the in-memory state (repositories, issues, pull requests, comments,
-rate budgets, injected failures) and reads the request log. What is served follows
+rate budgets, injected failures) and reads the request log; the pull-request loop's
+state (reviews and their inline comments, check runs, commit statuses, Actions jobs
+and their logs, reactions) is driven here too and served by
+:mod:`tests.fake_github_pulls`. What is served follows
 GitHub's public REST documentation: weak ETags and 304 on ``If-None-Match`` (a 304
 costs no rate budget), ``since`` = updated at or after, ``Link`` pagination with
 ``rel="next"``/``"last"``, the ``x-ratelimit-*`` headers, 403/429 with
@@ -18,17 +21,25 @@ import re
 import socket
 import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 BASE_TIME = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 DEFAULT_PER_PAGE = 30
 MAX_PER_PAGE = 100
 #: The longest a stalled request waits when the test gives no duration (a harness bound).
 MAX_STALL_SECONDS = 30.0
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> int: ...
+
+
+_WithId = TypeVar("_WithId", bound=_Identified)
 
 
 def iso(moment: datetime) -> str:
@@ -54,12 +65,15 @@ class FakeComment:
     created_at: datetime
     updated_at: datetime
 
-    def to_json(self, api_url: str) -> dict[str, Any]:
+    def to_json(self, api_url: str, *, reactions: dict[str, int] | None = None) -> dict[str, Any]:
+        """The comment as GitHub serves it; ``reactions``: its reaction counts, served as
+        GitHub's ``reactions`` rollup (a reaction changes the body, so the ETag)."""
         issue = f"{self.owner}/{self.repo}/issues/{self.number}"
-        return {
+        url = f"{api_url}/repos/{self.owner}/{self.repo}/issues/comments/{self.id}"
+        document: dict[str, Any] = {
             "id": self.id,
             "node_id": f"IC_{self.id}",
-            "url": f"{api_url}/repos/{self.owner}/{self.repo}/issues/comments/{self.id}",
+            "url": url,
             "html_url": f"https://github.com/{issue}#issuecomment-{self.id}",
             "issue_url": f"{api_url}/repos/{issue}",
             "user": {"login": self.login, "type": self.user_type},
@@ -67,6 +81,9 @@ class FakeComment:
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
         }
+        if reactions is not None:
+            document["reactions"] = {"url": f"{url}/reactions", **reactions}
+        return document
 
 
 @dataclass
@@ -85,6 +102,13 @@ class FakeIssue:
     updated_at: datetime = BASE_TIME
     closed_by: str = ""  # the login that closed it last ("" while never closed)
     closed_at: datetime | None = None
+    merged_at: datetime | None = None  # when merged (None: the last bump, for old callers)
+    # A pull request's branches: its head (in ``head_repository``, "": this one) and base.
+    head: str = ""
+    head_sha: str = ""
+    base: str = "main"
+    head_repository: str = ""
+    draft: bool = False
 
     def to_json(self, api_url: str, *, single: bool = False) -> dict[str, Any]:
         """The issue as GitHub lists it; ``single``: as its own GET returns it, with
@@ -109,20 +133,163 @@ class FakeIssue:
             document["closed_by"] = closer
         if self.pull_request:
             pulls = f"{api_url}/repos/{self.owner}/{self.repo}/pulls/{self.number}"
-            document["pull_request"] = {"url": pulls, "merged_at": self._merged_at()}
+            html = document["html_url"]
+            document["pull_request"] = {
+                "url": pulls,
+                "html_url": html,
+                "diff_url": f"{html}.diff",
+                "patch_url": f"{html}.patch",
+                "merged_at": self._merged_at(),
+            }
         return document
 
-    def to_pull_json(self, api_url: str) -> dict[str, Any]:
+    def to_pull_json(self, api_url: str, *, single: bool = True) -> dict[str, Any]:
+        """The pull request object: ``single`` as its own GET returns it (with
+        ``merged``), else as ``GET /pulls`` lists it (GitHub's "simple" pull request)."""
         document = self.to_json(api_url)
-        document.pop("closed_at")
         document.pop("pull_request")
         document["url"] = f"{api_url}/repos/{self.owner}/{self.repo}/pulls/{self.number}"
-        document["merged"] = self.merged
+        if single:
+            document["merged"] = self.merged
         document["merged_at"] = self._merged_at()
+        document["draft"] = self.draft
+        here = f"{self.owner}/{self.repo}"
+        document["head"] = _branch(self.head, self.head_sha, self.head_repository or here)
+        document["base"] = _branch(self.base, _sha_of(f"{here}@{self.base}"), here)
         return document
 
     def _merged_at(self) -> str | None:
-        return iso(self.updated_at) if self.merged else None
+        if not self.merged:
+            return None
+        return iso(self.merged_at if self.merged_at is not None else self.updated_at)
+
+
+def _branch(ref: str, sha: str, repository: str) -> dict[str, Any]:
+    """A pull request's ``head`` or ``base``, on ``ref`` of ``repository`` (owner/name)."""
+    owner, _, name = repository.partition("/")
+    repo = {"full_name": repository, "name": name, "owner": {"login": owner, "type": "User"}}
+    user = {"login": owner, "type": "User"}
+    return {"label": f"{owner}:{ref}", "ref": ref, "sha": sha, "repo": repo, "user": user}
+
+
+def _sha_of(seed: str) -> str:
+    """A made-up commit SHA (40 hex digits), the same for the same ``seed``."""
+    return hashlib.sha1(seed.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class FakeReviewComment:
+    """An inline comment on a pull request's diff; ``line`` None: on the whole file."""
+
+    id: int
+    review_id: int
+    owner: str
+    repo: str
+    number: int
+    login: str
+    user_type: str
+    body: str
+    path: str
+    line: int | None
+    start_line: int | None
+    side: str
+    diff_hunk: str
+    commit_id: str  # the commit it sits on now (moves with pushes until it is outdated)
+    original_commit_id: str  # the commit it was made on
+    created_at: datetime
+    updated_at: datetime
+    in_reply_to_id: int | None = None  # the thread's first comment, for a reply
+    outdated: bool = False  # GitHub no longer places it on the diff
+    deleted: bool = False
+
+
+@dataclass
+class FakeReview:
+    """A submitted review; ``comments``: the inline comments it was submitted with."""
+
+    id: int
+    owner: str
+    repo: str
+    number: int
+    login: str
+    user_type: str
+    state: str  # APPROVED, CHANGES_REQUESTED, COMMENTED or DISMISSED
+    body: str
+    commit_id: str
+    submitted_at: datetime
+    comments: list[FakeReviewComment] = field(default_factory=list[FakeReviewComment])
+
+
+@dataclass
+class FakeCheckRun:
+    id: int
+    owner: str
+    repo: str
+    head_sha: str
+    name: str
+    status: str  # queued, in_progress or completed
+    conclusion: str | None  # None until completed
+    html_url: str
+    details_url: str
+    app_slug: str
+    started_at: datetime
+    completed_at: datetime | None
+    title: str = ""
+    summary: str = ""
+
+
+@dataclass
+class FakeStatus:
+    id: int
+    owner: str
+    repo: str
+    sha: str
+    context: str
+    state: str  # error, failure, pending or success
+    target_url: str
+    description: str
+    login: str
+    created_at: datetime
+
+
+@dataclass
+class FakeJob:
+    """A GitHub Actions job; ``log`` is what its log download serves."""
+
+    id: int
+    run_id: int
+    owner: str
+    repo: str
+    name: str
+    status: str
+    conclusion: str | None
+    steps: list[dict[str, Any]]
+    log: str
+    head_sha: str
+    started_at: datetime
+    completed_at: datetime | None
+    workflow_name: str = "CI"
+
+
+@dataclass(frozen=True)
+class FakeReaction:
+    id: int
+    kind: str  # one of REACTION_KINDS
+    subject_id: int  # the comment's id
+    login: str
+    content: str
+    created_at: datetime
+
+
+#: What the fake takes reactions on: an issue comment, an inline review comment. (GitHub
+#: takes them on issues too; a review itself takes none over REST, only over GraphQL.)
+REACTION_KINDS = ("issue_comment", "review_comment")
+#: GitHub's reaction contents.
+REACTION_CONTENTS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+REVIEW_STATES = ("APPROVED", "CHANGES_REQUESTED", "COMMENTED")
+#: Where a job's log download redirects to (GitHub's is a short-lived signed blob URL on
+#: another host: no token is needed there, and none should be sent).
+LOG_BLOB_PREFIX = "/_logs/"
 
 
 @dataclass
@@ -156,6 +323,9 @@ class Failure:
     trickle_head: bool = False  # trickle the status line and the headers too
     headers: dict[str, str] = field(default_factory=dict[str, str])  # added to the answer
 
+
+JSON_TYPE = "application/json; charset=utf-8"
+TEXT_TYPE = "text/plain; charset=utf-8"
 
 #: The status logged for a request the fake hung up on.
 NO_ANSWER = 0
@@ -202,6 +372,14 @@ class FakeGitHub:
         default_factory=dict[tuple[str, str, str], str | None]
     )
     default_role: str = "write"
+    # The pull-request loop's state (see "the pull-request loop" below).
+    reviews: list[FakeReview] = field(default_factory=list[FakeReview])
+    review_comments: list[FakeReviewComment] = field(default_factory=list[FakeReviewComment])
+    check_runs: list[FakeCheckRun] = field(default_factory=list[FakeCheckRun])
+    statuses: list[FakeStatus] = field(default_factory=list[FakeStatus])
+    jobs: dict[int, FakeJob] = field(default_factory=dict[int, FakeJob])
+    reacted: list[FakeReaction] = field(default_factory=list[FakeReaction])
+    _shas: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- what the test drives -------------------------------------------------
 
@@ -235,6 +413,8 @@ class FakeGitHub:
             created_at=self.now,
             updated_at=self.now,
         )
+        if pull_request:  # every pull request has a head branch and commit
+            issue.head, issue.head_sha = f"branch-{number}", self.new_sha(repository)
         with self.lock:
             self.issues[(owner, repo, number)] = issue
         return issue
@@ -275,6 +455,7 @@ class FakeGitHub:
         with self.lock:
             issue = self.issues[(owner, repo, number)]
             issue.state, issue.merged, issue.updated_at = state, merged, self.now
+            issue.merged_at = self.now if merged else None
             if state == "closed":
                 issue.closed_by, issue.closed_at = by, self.now
             else:
@@ -368,6 +549,385 @@ class FakeGitHub:
         with self.lock:
             self.roles[(owner, repo, login.lower())] = role
 
+    # -- the pull-request loop ---------------------------------------------------
+
+    def new_sha(self, repository: str = "") -> str:
+        """A commit SHA never handed out before (40 hex digits)."""
+        with self.lock:
+            return _sha_of(f"{repository}:{next(self._shas)}")
+
+    def add_pull(
+        self,
+        repository: str,
+        number: int,
+        *,
+        title: str = "",
+        body: str = "",
+        head: str = "",
+        head_sha: str | None = None,
+        base: str = "main",
+        login: str = "alice",
+        labels: tuple[str, ...] = (),
+        draft: bool = False,
+        head_repository: str = "",
+    ) -> FakeIssue:
+        """A pull request from ``head`` (default ``loop/item-<number>``; of
+        ``head_repository``, a fork, when given) into ``base``, at ``head_sha`` (default
+        a new SHA). It is an issue too: ``/issues`` lists it with a ``pull_request`` key."""
+        issue = self.add_issue(
+            repository,
+            number,
+            title=title,
+            body=body,
+            login=login,
+            labels=labels,
+            pull_request=True,
+        )
+        with self.lock:
+            issue.head = head or f"loop/item-{number}"
+            issue.head_sha = head_sha or issue.head_sha
+            issue.base, issue.draft, issue.head_repository = base, draft, head_repository
+        return issue
+
+    def push(self, repository: str, number: int, sha: str | None = None) -> str:
+        """Move a pull request's head to ``sha`` (default a new one) and bump it; its
+        inline comments still on the diff move along (``commit_id``)."""
+        with self.lock:
+            pull = self.pull(repository, number)
+            pull.head_sha, pull.updated_at = sha or self.new_sha(repository), self.now
+            for comment in self._comments_on(pull):
+                if not comment.outdated:
+                    comment.commit_id = pull.head_sha
+            return pull.head_sha
+
+    def add_review(
+        self,
+        repository: str,
+        number: int,
+        *,
+        login: str,
+        state: str = "COMMENTED",
+        body: str = "",
+        comments: Sequence[Mapping[str, Any]] = (),
+        commit_id: str | None = None,
+        bot: bool = False,
+    ) -> FakeReview:
+        """Submit a review (and bump the pull request). Each of ``comments`` is a dict of
+        ``path``, ``line`` (None: on the file), ``body`` and optionally ``start_line``,
+        ``diff_hunk`` and ``side``. As on GitHub, an author cannot approve or request
+        changes on their own pull request (ValueError)."""
+        if state not in REVIEW_STATES:
+            raise ValueError(f"a review's state is one of {REVIEW_STATES}, not {state!r}")
+        with self.lock:
+            pull = self.pull(repository, number)
+            if state != "COMMENTED" and login.lower() == pull.login.lower():
+                raise ValueError(f"{login} cannot {state} their own pull request")
+            review = self._new_review(pull, login, state, body, commit_id, bot)
+            for spec in comments:
+                review.comments.append(self._new_review_comment(review, spec))
+            return review
+
+    def add_review_comment(
+        self,
+        repository: str,
+        number: int,
+        *,
+        login: str,
+        body: str,
+        path: str = "",
+        line: int | None = None,
+        diff_hunk: str = "",
+        in_reply_to: int | None = None,
+        start_line: int | None = None,
+        side: str = "RIGHT",
+        bot: bool = False,
+    ) -> FakeReviewComment:
+        """One inline comment outside a review: GitHub makes it a review of one (state
+        COMMENTED, empty body). ``in_reply_to``: a reply in that comment's thread, which
+        takes the thread's place (path, lines, hunk) and names the thread's first comment."""
+        if in_reply_to is None and not path:
+            raise ValueError("an inline comment outside a thread needs its path")
+        with self.lock:
+            pull = self.pull(repository, number)
+            spec: dict[str, Any] = {"path": path, "line": line, "body": body}
+            spec |= {"diff_hunk": diff_hunk, "start_line": start_line, "side": side}
+            if in_reply_to is not None:
+                spec = self._reply_spec(self.review_comment(in_reply_to), body)
+            review = self._new_review(pull, login, "COMMENTED", "", None, bot)
+            comment = self._new_review_comment(review, spec)
+            review.comments.append(comment)
+            return comment
+
+    def edit_review_comment(self, comment_id: int, body: str) -> None:
+        """Edit an inline comment: its ``updated_at`` moves (the pull request's does not)."""
+        with self.lock:
+            comment = self.review_comment(comment_id)
+            comment.body, comment.updated_at = body, self.now
+
+    def delete_review_comment(self, comment_id: int) -> None:
+        """Delete an inline comment: it leaves every listing (a GET of it is a 404)."""
+        with self.lock:
+            self.review_comment(comment_id).deleted = True
+
+    def outdate(self, comment_id: int) -> None:
+        """GitHub no longer places ``comment_id``'s thread on the diff: ``line``,
+        ``start_line`` and ``position`` turn null, the ``original_*`` stay. Nothing is
+        bumped (an outdated comment does not come back in a ``since`` listing)."""
+        with self.lock:
+            comment = self.review_comment(comment_id)
+            root = comment.in_reply_to_id or comment.id
+            for other in self.review_comments:
+                if root in (other.id, other.in_reply_to_id):
+                    other.outdated = True
+
+    def dismiss_review(self, review_id: int) -> None:
+        """Dismiss a review: its state becomes DISMISSED; the pull request is bumped."""
+        with self.lock:
+            review = _one(self.reviews, review_id, "review")
+            review.state = "DISMISSED"
+            self.pull(f"{review.owner}/{review.repo}", review.number).updated_at = self.now
+
+    def add_check_run(
+        self,
+        repository: str,
+        sha: str,
+        *,
+        name: str,
+        status: str = "completed",
+        conclusion: str | None = "success",
+        html_url: str | None = None,
+        job_id: int | None = None,
+        app_slug: str = "github-actions",
+        title: str = "",
+        summary: str = "",
+    ) -> FakeCheckRun:
+        """A check run on commit ``sha`` (a re-run: another one of the same ``name``).
+        ``job_id``: GitHub Actions ran it as that job (see :meth:`add_job`), so, as on
+        GitHub, the check run's id is the job's id and its link the job's page. A check
+        run does not bump any pull request."""
+        owner, repo = repository.split("/")
+        with self.lock:
+            check_id = job_id if job_id is not None else next(self._ids)
+            if any(run.id == check_id for run in self.check_runs):
+                raise ValueError(f"check run {check_id} exists: a re-run is a new job")
+            page = self._check_page(owner, repo, check_id, job_id, sha)
+            done = status == "completed"
+            run = FakeCheckRun(
+                id=check_id,
+                owner=owner,
+                repo=repo,
+                head_sha=sha,
+                name=name,
+                status=status,
+                conclusion=conclusion if done else None,
+                html_url=html_url or page,
+                details_url=page,
+                app_slug=app_slug,
+                started_at=self.now,
+                completed_at=self.now if done else None,
+                title=title,
+                summary=summary,
+            )
+            self.check_runs.append(run)
+            return run
+
+    def complete_check_run(self, check_run_id: int, conclusion: str) -> None:
+        """A queued or running check run completes with ``conclusion`` (its job too)."""
+        with self.lock:
+            run = _one(self.check_runs, check_run_id, "check run")
+            run.status, run.conclusion, run.completed_at = "completed", conclusion, self.now
+            job = self.jobs.get(check_run_id)
+            if job is not None:
+                job.status, job.conclusion, job.completed_at = "completed", conclusion, self.now
+
+    def add_status(
+        self,
+        repository: str,
+        sha: str,
+        *,
+        context: str,
+        state: str,
+        target_url: str = "",
+        description: str = "",
+        login: str = "ci-bot",
+    ) -> FakeStatus:
+        """A commit status on ``sha``; the latest one of a ``context`` is the one that counts."""
+        if state not in ("error", "failure", "pending", "success"):
+            raise ValueError(f"a commit status is error, failure, pending or success: {state!r}")
+        owner, repo = repository.split("/")
+        with self.lock:
+            status = FakeStatus(
+                id=next(self._ids),
+                owner=owner,
+                repo=repo,
+                sha=sha,
+                context=context,
+                state=state,
+                target_url=target_url,
+                description=description,
+                login=login,
+                created_at=self.now,
+            )
+            self.statuses.append(status)
+            return status
+
+    def add_job(
+        self,
+        repository: str,
+        *,
+        name: str,
+        steps: Sequence[Mapping[str, Any]] = (),
+        log: str = "",
+        run_id: int | None = None,
+        head_sha: str = "",
+        status: str = "completed",
+        conclusion: str | None = "failure",
+        workflow_name: str = "CI",
+    ) -> FakeJob:
+        """A GitHub Actions job (of workflow run ``run_id``, default a new one); each of
+        ``steps`` is a dict of ``name``, ``conclusion`` and optionally ``status``
+        (completed) and ``number`` (its place). Pass its ``id`` as
+        :meth:`add_check_run`'s ``job_id``."""
+        owner, repo = repository.split("/")
+        with self.lock:
+            done = status == "completed"
+            job = FakeJob(
+                id=next(self._ids),
+                run_id=run_id if run_id is not None else next(self._ids),
+                owner=owner,
+                repo=repo,
+                name=name,
+                status=status,
+                conclusion=conclusion if done else None,
+                steps=[_step(index, spec, self.now) for index, spec in enumerate(steps, 1)],
+                log=log,
+                head_sha=head_sha,
+                started_at=self.now,
+                completed_at=self.now if done else None,
+                workflow_name=workflow_name,
+            )
+            self.jobs[job.id] = job
+            return job
+
+    def reactions(self, kind: str, subject_id: int) -> list[tuple[str, str]]:
+        """(login, content) of each reaction on a subject (see REACTION_KINDS), oldest first."""
+        with self.lock:
+            return [
+                (r.login, r.content)
+                for r in self.reacted
+                if (r.kind, r.subject_id) == (kind, subject_id)
+            ]
+
+    def react(
+        self, kind: str, subject_id: int, login: str, content: str
+    ) -> tuple[FakeReaction, bool]:
+        """``login`` reacts; True when new. The same login's same content on the same
+        subject is the reaction it already made (GitHub's answer: 200, not 201)."""
+        if kind not in REACTION_KINDS or content not in REACTION_CONTENTS:
+            raise ValueError(f"no reaction {content!r} on a {kind}")
+        with self.lock:
+            wanted = (kind, subject_id, login, content)
+            for made in self.reacted:
+                if (made.kind, made.subject_id, made.login, made.content) == wanted:
+                    return made, False
+            reaction = FakeReaction(next(self._ids), kind, subject_id, login, content, self.now)
+            self.reacted.append(reaction)
+            return reaction, True
+
+    def reaction_counts(self, kind: str, subject_id: int) -> dict[str, int]:
+        """GitHub's reaction rollup of a subject, without its ``url``."""
+        contents = [content for _, content in self.reactions(kind, subject_id)]
+        counts = {content: contents.count(content) for content in REACTION_CONTENTS}
+        return {"total_count": len(contents), **counts}
+
+    def pull(self, repository: str, number: int) -> FakeIssue:
+        """The pull request ``repository#number``; KeyError if it is none."""
+        owner, repo = repository.split("/")
+        with self.lock:
+            issue = self.issues.get((owner, repo, number))
+            if issue is None or not issue.pull_request:
+                raise KeyError(f"{repository}#{number} is not a pull request in the fake")
+            return issue
+
+    def review_comment(self, comment_id: int) -> FakeReviewComment:
+        """The inline comment ``comment_id`` (deleted or not); KeyError if none."""
+        with self.lock:
+            return _one(self.review_comments, comment_id, "inline comment")
+
+    def _comments_on(self, pull: FakeIssue) -> list[FakeReviewComment]:
+        where = (pull.owner, pull.repo, pull.number)
+        return [c for c in self.review_comments if (c.owner, c.repo, c.number) == where]
+
+    def _new_review(
+        self, pull: FakeIssue, login: str, state: str, body: str, commit_id: str | None, bot: bool
+    ) -> FakeReview:
+        review = FakeReview(
+            id=next(self._ids),
+            owner=pull.owner,
+            repo=pull.repo,
+            number=pull.number,
+            login=login,
+            user_type="Bot" if bot else "User",
+            state=state,
+            body=body,
+            commit_id=commit_id or pull.head_sha,
+            submitted_at=self.now,
+        )
+        self.reviews.append(review)
+        pull.updated_at = self.now  # as GitHub does
+        return review
+
+    def _new_review_comment(self, review: FakeReview, spec: Mapping[str, Any]) -> FakeReviewComment:
+        comment = FakeReviewComment(
+            id=next(self._ids),
+            review_id=review.id,
+            owner=review.owner,
+            repo=review.repo,
+            number=review.number,
+            login=review.login,
+            user_type=review.user_type,
+            body=spec["body"],
+            path=spec["path"],
+            line=spec.get("line"),
+            start_line=spec.get("start_line"),
+            side=spec.get("side", "RIGHT"),
+            diff_hunk=spec.get("diff_hunk", ""),
+            commit_id=spec.get("commit_id", review.commit_id),
+            original_commit_id=spec.get("original_commit_id", review.commit_id),
+            created_at=self.now,
+            updated_at=self.now,
+            in_reply_to_id=spec.get("in_reply_to_id"),
+            outdated=spec.get("outdated", False),
+        )
+        self.review_comments.append(comment)
+        return comment
+
+    @staticmethod
+    def _reply_spec(parent: FakeReviewComment, body: str) -> dict[str, Any]:
+        """A reply sits where its thread does; ``in_reply_to_id`` names the first comment."""
+        return {
+            "body": body,
+            "path": parent.path,
+            "line": parent.line,
+            "start_line": parent.start_line,
+            "side": parent.side,
+            "diff_hunk": parent.diff_hunk,
+            "commit_id": parent.commit_id,
+            "original_commit_id": parent.original_commit_id,
+            "in_reply_to_id": parent.in_reply_to_id or parent.id,
+            "outdated": parent.outdated,
+        }
+
+    def _check_page(
+        self, owner: str, repo: str, check_id: int, job_id: int | None, sha: str
+    ) -> str:
+        """A check run's page: an Actions job's page when it ran as a job."""
+        job = self.jobs.get(job_id) if job_id is not None else None
+        if job is None:
+            return f"https://github.com/{owner}/{repo}/runs/{check_id}"
+        job.head_sha = job.head_sha or sha
+        return job_page(job)
+
     def logged(self, method: str = "", path: str = "") -> list[LoggedRequest]:
         with self.lock:
             return [
@@ -401,6 +961,32 @@ class FakeGitHub:
         with self.lock:
             self.connections += 1
             return self.connections
+
+
+def _one(items: Sequence[_WithId], wanted: int, what: str) -> _WithId:
+    """The item of ``items`` whose ``id`` is ``wanted``; KeyError if none."""
+    for item in items:
+        if item.id == wanted:
+            return item
+    raise KeyError(f"no {what} {wanted} in the fake")
+
+
+def job_page(job: FakeJob) -> str:
+    """An Actions job's page (its check run's ``html_url`` and ``details_url``)."""
+    return f"https://github.com/{job.owner}/{job.repo}/actions/runs/{job.run_id}/job/{job.id}"
+
+
+def _step(number: int, spec: Mapping[str, Any], moment: datetime) -> dict[str, Any]:
+    """A job's step as GitHub lists it."""
+    status = spec.get("status", "completed")
+    return {
+        "name": spec["name"],
+        "status": status,
+        "conclusion": spec.get("conclusion", "success") if status == "completed" else None,
+        "number": spec.get("number", number),
+        "started_at": iso(moment),
+        "completed_at": iso(moment) if status == "completed" else None,
+    }
 
 
 def weak_etag(body: bytes) -> str:
@@ -537,7 +1123,11 @@ class Routes:
             items.sort(key=lambda c: (getattr(c, key), c.id), reverse=descending)
         else:
             items.sort(key=lambda c: c.id)  # the documented default: ascending id
-        return self.page(items, query, path, lambda c: c.to_json(self.fake.url))
+        return self.page(items, query, path, self.comment_json)
+
+    def comment_json(self, comment: FakeComment) -> dict[str, Any]:
+        counts = self.fake.reaction_counts("issue_comment", comment.id)
+        return comment.to_json(self.fake.url, reactions=counts)
 
     def page(
         self, items: list[Any], query: dict[str, str], path: str, convert: Any = None
@@ -572,7 +1162,7 @@ class Routes:
         if not isinstance(text, str):
             return Answer(422, {"message": "Invalid request: body is required"})
         comment = self.fake.add_comment(f"{owner}/{repo}", issue.number, text, login=self.login)
-        document = comment.to_json(self.fake.url)
+        document = self.comment_json(comment)
         return Answer(201, document, {"location": document["url"]})
 
 
@@ -650,13 +1240,16 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
     ) -> tuple[int, dict[str, str], bytes]:
         fake = self.fake
         token = _bearer(headers.get("authorization", ""))
-        if fake.tokens and token not in fake.tokens:
+        blob = path.startswith(LOG_BLOB_PREFIX)  # not the API: no token, no rate budget
+        if fake.tokens and token not in fake.tokens and not blob:
             return 401, {}, _json({"message": "Bad credentials"})
         failure = self.failure = fake.take_failure(path)
         if failure is not None and failure.stall_seconds:
             fake.released.wait(min(failure.stall_seconds, MAX_STALL_SECONDS))
         if failure is not None and failure.hang_up:
             return NO_ANSWER, {}, b""
+        if blob:
+            return _blob_answer(fake, path, failure)
         budget = fake.budget(token)
         if failure is not None and (failure.body is not None or failure.status):
             return _failed_answer(failure, budget)
@@ -664,8 +1257,9 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
             return 403, budget.headers(), _json({"message": "API rate limit exceeded"})
         login = fake.tokens.get(token, "the-loop-bot")
         with fake.lock:
-            answer = Routes(fake, login).answer(method, path, query, body)
-            data = _json(answer.payload)
+            answer = _routes(fake, login).answer(method, path, query, body)
+            payload = answer.payload
+            data = payload if isinstance(payload, bytes) else _json(payload)
             extra = dict(answer.headers)
             status = answer.status
             if method == "GET" and status == 200:
@@ -686,7 +1280,8 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
             for name, value in headers.items():
                 self.send_header(name, value)
             if status != 304:
-                self.send_header("Content-Type", "application/json; charset=utf-8")
+                if "content-type" not in headers:
+                    self.send_header("Content-Type", JSON_TYPE)
                 self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -695,6 +1290,32 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the request log is :attr:`FakeGitHub.requests`."""
+
+
+def _routes(fake: FakeGitHub, login: str) -> Routes:
+    """The endpoints, the pull-request loop's included (that module builds on this one,
+    so it is imported here, not at the top)."""
+    from tests.fake_github_pulls import PullRoutes
+
+    return PullRoutes(fake, login)
+
+
+def _blob_answer(
+    fake: FakeGitHub, path: str, failure: Failure | None
+) -> tuple[int, dict[str, str], bytes]:
+    """A job's log, where ``/actions/jobs/{id}/logs`` redirects: plain text, no rate
+    headers (it is not the API); an injected failure's status or body instead."""
+    extra = {"content-type": TEXT_TYPE, **(failure.headers if failure is not None else {})}
+    if failure is not None and failure.body is not None:
+        return failure.status or 200, extra, failure.body
+    if failure is not None and failure.status:
+        return failure.status, extra, b"blob storage failed"
+    number = path.removeprefix(LOG_BLOB_PREFIX)
+    with fake.lock:
+        job = fake.jobs.get(int(number)) if number.isdigit() else None
+        if job is None:
+            return 404, {"content-type": TEXT_TYPE}, b"The specified blob does not exist."
+        return 200, {"content-type": TEXT_TYPE}, job.log.encode("utf-8")
 
 
 def _failed_answer(failure: Failure, budget: RateBudget) -> tuple[int, dict[str, str], bytes]:
@@ -713,7 +1334,8 @@ def _head(status: int, headers: dict[str, str]) -> bytes:
     """The status line and headers of an answer written by hand (a trickle)."""
     lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
-    lines.append("Content-Type: application/json; charset=utf-8")
+    if "content-type" not in headers:
+        lines.append(f"Content-Type: {JSON_TYPE}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

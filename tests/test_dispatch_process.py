@@ -38,6 +38,29 @@ def test_without_check_a_failure_is_returned_not_raised() -> None:
     assert (completed.returncode, completed.stdout, completed.stderr) == (4, "out\n", "err\n")
 
 
+def test_a_relayed_run_hands_over_the_stderr_as_it_comes_and_still_keeps_it() -> None:
+    relayed: list[str] = []
+    script = "echo out; printf 'step 1\\r' >&2; sleep 0.2; echo 'step 2, done.' >&2; exit 4"
+    completed = run(["bash", "-c", script], timeout=10, check=False, relay=relayed.append)
+    assert "".join(relayed) == "step 1\rstep 2, done.\n"
+    assert len(relayed) >= 2  # as it came, not at the end
+    assert (completed.returncode, completed.stdout, completed.stderr) == (
+        4,
+        "out\n",
+        "step 1\rstep 2, done.\n",
+    )
+    with pytest.raises(DispatchError, match="exit code 4: step 1"):
+        run(["bash", "-c", script], timeout=10, relay=relayed.append)
+
+
+def test_a_relayed_run_that_outlives_its_timeout_is_stopped_and_reported() -> None:
+    relayed: list[str] = []
+    script = "echo started >&2; exec sleep 30"
+    with pytest.raises(DispatchError, match=r"timed out after 0\.3s: started"):
+        run(["bash", "-c", script], timeout=0.3, relay=relayed.append)
+    assert relayed == ["started\n"]
+
+
 def test_stdin_is_closed_so_a_reader_never_waits() -> None:
     assert run(["cat"], timeout=10).stdout == ""
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from the_loop.config.file import Config
-from the_loop.dispatch.process import DispatchError
+from the_loop.dispatch.process import DispatchError, Relay
 from the_loop.dispatch.tmux import TmuxRunner
 
 AGENT = ["bash", "-c", "echo ready; sleep 300"]
@@ -193,7 +193,9 @@ class FakeTmux:
         cwd: Path | None = None,
         env: Mapping[str, str | None] | None = None,
         check: bool = True,
+        relay: Relay | None = None,
     ) -> subprocess.CompletedProcess[str]:
+        del relay
         self.calls.append(list(argv))
         subcommand = argv[3]
         if subcommand == self.fail:

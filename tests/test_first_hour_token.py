@@ -73,7 +73,7 @@ def test_a_token_github_refuses_says_where_it_was_read_and_what_it_needs(
     world = poll_world(tmp_path, github)
     code, out, err = world.run_cli(["poll", "--once", "--format", "json"])
     assert code == 1, err
-    [failure] = json.loads(out)["items"][0]["failed"]
+    [failure] = json.loads(out)["summary"]["failed"]
     assert "answered 401" in failure
     assert "GitHub refused the token" in failure
     assert "$GITHUB_TOKEN and $GH_TOKEN" in failure and ACCESS in failure
@@ -90,7 +90,7 @@ def test_a_403_that_is_not_a_rate_limit_says_the_same(
     world = poll_world(tmp_path, github)
     code, out, _ = world.run_cli(["poll", "--once", "--format", "json"])
     assert code == 1
-    [failure] = json.loads(out)["items"][0]["failed"]
+    [failure] = json.loads(out)["summary"]["failed"]
     assert "answered 403" in failure and "GitHub refused the token" in failure
 
 

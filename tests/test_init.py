@@ -17,6 +17,7 @@ from tests.helpers.tmuxsock import kill_server, tmux_socket  # noqa: F401 - fixt
 from the_loop.cli import main
 from the_loop.config.file import load_file
 from the_loop.dispatch.tmux import TmuxRunner
+from the_loop.dispatch.workspace import workspace_root
 
 ITEM = "github:octo/app#15"
 AGENT = ["bash", "-c", 'echo "agent $1 ready"; exec sleep 600', "agent", "{session_id}"]
@@ -46,6 +47,7 @@ def test_init_then_start_works_in_a_fresh_directory(
     path = written(fresh)
     assert capsys.readouterr().out.splitlines() == [
         f"wrote {path}",
+        f"wrote {path.parent / '.gitignore'}",
         "next:",
         f"  $EDITOR {path}",
         "  the-loop sessions start --work-item 'github:octo/app#1'",
@@ -78,7 +80,7 @@ def test_init_refuses_to_overwrite_a_config_and_changes_nothing(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
-        f"error: {path} already exists: edit it (docs/cli/config.md lists every key), "
+        f"error: {path} already exists: edit it (`the-loop docs config` lists every key), "
         "or move it away to start over\n"
     )
     assert path.read_text(encoding="utf-8") == "# mine\n"
@@ -101,7 +103,8 @@ def test_what_init_writes_is_a_valid_config_naming_the_harness_and_a_workspace(
     assert main(argv) == 0
     config = load_file(written(fresh))
     assert config.get_str("routing.defaultHarness") == harness
-    assert config.get_str("routing.workspace.root") == str(fresh / ".the-loop" / "workspaces")
+    assert config.get_str("routing.workspace.root") == "workspaces"  # beside the file
+    assert workspace_root(config) == fresh / ".the-loop" / "workspaces"
     assert config.get_str_map("routing.workspace.repositories") == {
         "octo/app": "https://git.example/app.git"
     }
@@ -135,7 +138,7 @@ def test_a_spawn_with_no_config_at_all_says_defaults_are_in_use_and_how_to_write
     assert main(["sessions", "start", "--work-item", ITEM, "--no-comment"]) == 0
     err = capsys.readouterr().err
     assert (
-        "note: no config file found: every key has its default (docs/cli/config.md); "
+        "note: no config file found: every key has its default (`the-loop docs config`); "
         "`the-loop init` writes a commented .the-loop/cli-config.yaml here\n"
     ) in err
 

@@ -98,8 +98,8 @@ def test_a_record_that_arrived_as_a_file_is_watched_after_one_warning(
     code, out, err = world.run_cli(["poll", "--once", "--format", "json"])
     assert code == 0, err
     assert err.count("did not match the records") == 1, err
-    assert json.loads(out)["items"][0]["baselined"] == 1
+    assert json.loads(out)["summary"]["baselined"] == 1
     github.add_comment(REPO, 20, "a plain note", login="alice")
     code, out, err = world.run_cli(["poll", "--once", "--format", "json"])
     assert (code, err) == (0, "")
-    assert json.loads(out)["items"][0]["seen"] == 1
+    assert json.loads(out)["summary"]["seen"] == 1

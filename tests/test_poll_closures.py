@@ -142,11 +142,12 @@ def test_a_signal_during_the_closures_finishes_the_one_under_way_and_the_next_cy
     close = Actions.close
     signalled: list[WorkItemRef] = []
 
-    def close_then_signal(actions: Actions, ref: WorkItemRef, cleanup: bool) -> None:
-        close(actions, ref, cleanup)
+    def close_then_signal(actions: Actions, ref: WorkItemRef, cleanup: bool) -> tuple[int, int]:
+        done = close(actions, ref, cleanup)
         if not signalled:  # once: a second SIGTERM has its usual effect
             signalled.append(ref)
             os.kill(os.getpid(), signal.SIGTERM)  # the poller's own handler takes it
+        return done
 
     monkeypatch.setattr(Actions, "close", close_then_signal)
     first = world.poll()

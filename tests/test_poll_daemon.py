@@ -134,7 +134,7 @@ def test_sigint_between_comments_ends_poll_once_with_the_cursor_short_of_the_unh
             once.kill()
             once.wait()
     assert once.returncode == 0, err
-    report = json.loads(out)["items"][0]
+    report = json.loads(out)["summary"]
     assert (report["stopped"], report["delivered"]) == (True, 0)
     queued = {str(c.id): "waiting" for c in comments[1 : handled + 1]}
     assert rows_of(world) == queued  # the others not even looked at

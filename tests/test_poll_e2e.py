@@ -50,7 +50,7 @@ class PollWorld(World):
     def poll(self) -> dict[str, Any]:
         code, out, err = self.run_cli(["poll", "--once", "--format", "json"])
         assert code == 0, err
-        return json.loads(out)["items"][0]
+        return json.loads(out)["summary"]
 
     def read(self) -> str:
         return self.agent_file.read_text(encoding="utf-8") if self.agent_file.exists() else ""

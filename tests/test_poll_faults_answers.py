@@ -97,7 +97,7 @@ def test_a_hostile_answer_is_at_worst_a_one_line_failure_of_its_repository(
     github.fail_next(path, count=3, **HOSTILE[answer])
     code, out, err = world.run_cli(["poll", "--once", "--format", "json"])
     assert code in (EXIT_OK, EXIT_FAILED), err
-    report = json.loads(out)["items"][0]
+    report = json.loads(out)["summary"]
     assert all(line.isprintable() for line in err.splitlines()), "no control character shows"
     assert all(line.startswith(f"{REPO}: ") for line in failure_lines(err)), err
     assert len(failure_lines(err)) == len(report["failed"])
@@ -115,7 +115,7 @@ def test_the_listing_page_of_the_issue_fails_the_repository_in_one_line_and_keep
     github.add_comment(REPO, 15, "the-loop start", login="alice")
     github.fail_next(ISSUES, body=b'[1, "x", null]')
     code, out, err = world.run_cli(["poll", "--once", "--format", "json"])
-    report = json.loads(out)["items"][0]
+    report = json.loads(out)["summary"]
     assert code == EXIT_FAILED and report["commands"] == 0
     [line] = report["failed"]
     assert line.startswith(f"{REPO}: ") and "not a list of objects" in line
@@ -131,7 +131,7 @@ def test_a_thread_of_non_objects_fails_first_sight_instead_of_baselining_nothing
     github.add_comment(REPO, 15, "the-loop start", login="alice")
     github.fail_next(THREAD, body=b'[null, {"id": 1}]')
     code, out, _ = world.run_cli(["poll", "--once", "--format", "json"])
-    report = json.loads(out)["items"][0]
+    report = json.loads(out)["summary"]
     assert code == EXIT_FAILED and report["baselined"] == 0 and not world.live()
     assert any("not a list of objects" in line for line in report["failed"])
 

@@ -34,7 +34,7 @@ def watch_two(poll_world: PollWorld, fake: FakeGitHub) -> None:
 
 def once(poll_world: PollWorld) -> tuple[int, dict[str, Any], str]:
     code, out, err = poll_world.run_cli(["poll", "--once", "--format", "json"])
-    return code, json.loads(out)["items"][0], err
+    return code, json.loads(out)["summary"], err
 
 
 def asked(fake: FakeGitHub, repository: str, since: int = 0) -> int:
@@ -81,7 +81,7 @@ def test_poll_status_names_the_repository_backing_off_why_and_until_when(
     assert code == 0 and held["repository"] == BAD
     assert "503" in held["reason"] and held["until"].endswith("Z") and held["waitSeconds"] > 0
     code, out, _ = world.run_cli(["poll", "status"])
-    [line] = [line for line in out.splitlines() if BAD in line]
+    [line] = [line for line in out.splitlines() if BAD in line and "backs off" in line]
     assert "backs off until " in line and held["until"] in line and "503" in line
     assert REPO not in out
 
@@ -120,4 +120,4 @@ def test_the_tokens_rate_limit_on_one_repository_holds_every_repository(
     code, out, err = world.run_cli(["poll", "--once", "--format", "json"])
     assert code == 1 and len(github.requests) == before, "no request to any repository"
     assert "GitHub refused the last cycle: no request before " in err
-    assert json.loads(out)["items"][0]["waiting"] is True
+    assert json.loads(out)["summary"]["waiting"] is True

@@ -50,7 +50,7 @@ def test_a_poll_once_after_a_429_waits_out_its_retry_after_without_a_request(
     assert code == 1
     assert len(github.requests) == asked, "no request while the retry-after holds"
     assert "GitHub refused the last cycle: no request before " in err
-    assert json.loads(out)["items"][0]["waiting"] is True
+    assert json.loads(out)["summary"]["waiting"] is True
     status_path = world.layout.local_dir / "poll-status.json"
     status = json.loads(status_path.read_text("utf-8"))
     status["backoff"]["resumeAt"] = time.time() - 1  # the wait is over
@@ -68,4 +68,4 @@ def test_a_saved_back_off_from_a_damaged_status_file_holds_the_poller_an_hour_at
     status_path.write_text(json.dumps({"backoff": {"failures": 1, "resumeAt": 1e18}}), "utf-8")
     code, out, _ = world.run_cli(["poll", "--once", "--format", "json"])
     assert code == 1 and github.requests == []
-    assert 0 < json.loads(out)["items"][0]["waitSeconds"] <= 3600
+    assert 0 < json.loads(out)["summary"]["waitSeconds"] <= 3600

@@ -140,7 +140,7 @@ def attach(loop: Loop, *argv: str, work_item: str = ITEM) -> list[str]:
         ["--config", str(loop.config_path), "sessions", "attach", "--work-item", work_item, *argv]
     )
     recorder = ExecRecorder()
-    assert run_attach(args, execvp=recorder).exit_code == 0
+    assert run_attach(args, execvp=recorder, has_terminal=lambda: True).exit_code == 0
     assert len(recorder.calls) == 1
     return recorder.calls[0]
 
@@ -375,7 +375,11 @@ def test_list_skips_an_unreadable_record_with_a_warning(loop: Loop):
 def test_attach_without_a_record_exits_1(loop: Loop):
     code, out, err = loop.output("sessions", "attach", "--work-item", ITEM)
     assert (code, out) == (1, "")
-    assert err == f"error: {ITEM} has no session record on this machine\n"
+    assert err == (
+        f"error: {ITEM} has no session record in the state root {loop.state} "
+        f"(state.root in {loop.config_path}); run it where the work item's .the-loop/ is, "
+        "or name that state root with --state-root\n"
+    )
 
 
 def test_attach_to_a_hand_registered_session_without_tmux_exits_1(loop: Loop):

@@ -9,8 +9,8 @@ order, with ``GENERATED_PATHS``, ``ATTRIBUTE_FILES``/``ALLOWED_KINDS``,
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import re
+import subprocess
 from pathlib import Path
 
 from the_loop.attributes import ALLOWED_KINDS, ATTRIBUTE_FILES, ATTRIBUTE_KINDS, ATTRIBUTES
@@ -76,25 +76,54 @@ def test_the_upgrade_table_equals_the_retired_kinds() -> None:
     assert table_after("| kind | what | replaced by |") == expected
 
 
-def gitignore_lines() -> list[str]:
+def gitignore_block() -> str:
     text = STATE_DOC.read_text(encoding="utf-8")
     match = re.search(r"```gitignore\n(.*?)```", text, re.DOTALL)
     assert match is not None, f"{STATE_DOC} has no gitignore block"
-    return [line for line in match.group(1).splitlines() if line and not line.startswith("#")]
+    return match.group(1)
 
 
-def ignored(path: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatch(path, pattern.rstrip("/")) for pattern in patterns)
+def ignored(repository: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (relative to ``repository``) git ignores."""
+    completed = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--", *paths],
+        cwd=repository,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode in (0, 1), completed.stderr
+    return set(completed.stdout.splitlines())
 
 
-def test_the_gitignore_block_ignores_every_path_that_never_travels_and_nothing_that_does() -> None:
-    patterns = gitignore_lines()
-    for path in GENERATED_PATHS:
-        top = f"{DEFAULT_STATE_ROOT}/{path.where.split('/')[0]}"
-        assert ignored(top, patterns) is not path.portable, path.where
-    assert ignored(f"{DEFAULT_STATE_ROOT}/sessions", patterns)
-    assert ignored(f"{DEFAULT_STATE_ROOT}/portable/.github-octo-app-15.json.x1.tmp", patterns)
-    assert not ignored(f"{DEFAULT_STATE_ROOT}/portable/github-octo-app-15.json", patterns)
+def test_the_gitignore_block_ignores_every_path_that_never_travels_and_nothing_that_does(
+    tmp_path: Path,
+) -> None:
+    subprocess.run(["git", "init", "--quiet", str(tmp_path)], check=True)
+    root = tmp_path / DEFAULT_STATE_ROOT
+    root.mkdir()
+    (root / ".gitignore").write_text(gitignore_block(), encoding="utf-8")
+    filled = {
+        f"{DEFAULT_STATE_ROOT}/{path.where}".replace("<slug>", "github-octo-app-15").replace(
+            "<store>", "local"
+        ): path.portable
+        for path in GENERATED_PATHS
+    }
+    others = {
+        f"{DEFAULT_STATE_ROOT}/{name}": travels
+        for name, travels in (
+            ("cli-config.yaml", True),
+            (".gitignore", True),
+            ("sessions/control/github-octo-app-15.json", False),
+            ("workspaces/.worktrees/github.com/octo/app/github-octo-app-15/README.md", False),
+            ("my-poller.pid", False),
+            ("portable/.github-octo-app-15.json.x1.tmp", False),
+            (".cli-config.yaml.x1.tmp", False),
+        )
+    }
+    expected = {**filled, **others}
+    found = ignored(tmp_path, list(expected))
+    assert found == {path for path, travels in expected.items() if not travels}
 
 
 def state_actions() -> dict[str, argparse.ArgumentParser]:

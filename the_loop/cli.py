@@ -42,6 +42,8 @@ COMMAND_MODULES = {
     "state": "the_loop.commands.state",
     "poll": "the_loop.commands.poll",
     "completion": "the_loop.commands.completion",
+    "config": "the_loop.commands.config",
+    "docs": "the_loop.commands.docs",
 }
 
 

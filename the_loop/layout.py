@@ -25,6 +25,23 @@ POLL_PIDFILE = "poll.pid"
 ETAG_CACHE_FILE = "poll-etags.json"
 WATCHED_FILE = "poll-watched.json"
 LEGACY_DIR = "sessions"
+#: Where ``the-loop init`` points ``routing.workspace.root``: the agents' checkouts.
+WORKSPACES_DIR = "workspaces"
+GITIGNORE_NAME = ".gitignore"
+
+#: ``<root>/.gitignore`` as ``the-loop init`` writes it. An allow-list: whatever else
+#: appears under the root (a renamed pidfile, a new cache) never reaches a commit.
+STATE_ROOT_GITIGNORE = f"""\
+# Written by `the-loop init`. Only what travels is tracked: this file, the config
+# and {PORTABLE_DIR}/. Everything else under the state root is this machine's: {LOCAL_DIR}/,
+# logs/, {LOCKS_DIR}/, the pidfiles, {WORKSPACES_DIR}/ (the agents' checkouts), the legacy
+# {LEGACY_DIR}/.
+/*
+!/{GITIGNORE_NAME}
+!/cli-config.yaml
+!/{PORTABLE_DIR}/
+/{PORTABLE_DIR}/.*.tmp
+"""
 
 
 @dataclass(frozen=True)

@@ -82,24 +82,30 @@ class Actions:
             return "resumed"
         return "already running"
 
-    def close(self, ref: WorkItemRef, cleanup: bool) -> None:
+    def close(self, ref: WorkItemRef, cleanup: bool) -> tuple[int, int]:
         """The one close path; the checkouts are cleaned up only when ``cleanup`` (the
-        closer is authorized), and kept otherwise whatever the retention settings say."""
-        self._close(ref, cleanup, "ticket closed" if cleanup else CLOSED_BY_STRANGER)
+        closer is authorized), and kept otherwise whatever the retention settings say.
+        Says how many checkouts it removed, and how many it kept for the work they hold."""
+        return self._close(ref, cleanup, "ticket closed" if cleanup else CLOSED_BY_STRANGER)
 
     def close_gone(self, ref: WorkItemRef, why: str) -> None:
         """The one close path for a ticket GitHub no longer has: checkouts kept, the reason
         saying it is gone and ``why``."""
         self._close(ref, False, f"{TICKET_GONE}: {why}")
 
-    def _close(self, ref: WorkItemRef, cleanup: bool, reason: str) -> None:
+    def _close(self, ref: WorkItemRef, cleanup: bool, reason: str) -> tuple[int, int]:
         registry = self.stores.registry
+        removed = kept = 0
         with registry.spawn_lock(ref):
             session = registry.find_by_work_item(ref)
             if session is not None:
-                self.dispatcher.close_session(session, reason, keep_checkouts=not cleanup)
+                report = self.dispatcher.close_session(session, reason, keep_checkouts=not cleanup)
+                removed += sum(1 for done in report.checkouts if done.removed)
             if cleanup:
-                clean_up(self.dispatcher, ref, actor="", source="comment")
+                outcome = clean_up(self.dispatcher, ref, actor="", source="comment")
+                removed += len(outcome.checkouts_removed)
+                kept += len(outcome.checkouts_kept)
+        return removed, kept
 
     def end_endpoint(self, owner: WorkItemRef, pr: WorkItemRef, state: str) -> None:
         """Close only ``pr``'s endpoint of ``owner``'s record, ending its own tmux session."""

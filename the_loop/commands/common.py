@@ -91,7 +91,7 @@ def format_parent(*, table: bool = False, jsonl: bool = False) -> argparse.Argum
     choices = [FORMAT_TEXT, FORMAT_JSON]
     choices += [FORMAT_TABLE] if table else []
     choices += [FORMAT_JSONL] if jsonl else []
-    help_text = "output format: text (default), json (one document: docs/cli/json.md)"
+    help_text = "output format: text (default), json (one document: `the-loop docs json`)"
     help_text += ", table (same as text)" if table else ""
     help_text += ", jsonl (one item per line)" if jsonl else ""
     parent = parent_parser()

@@ -84,6 +84,16 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'eval "$(the-loop completion zsh)"    # in ~/.zshrc, after compinit',
         "the-loop completion fish > ~/.config/fish/completions/the-loop.fish",
     ),
+    "config": ("the-loop config check",),
+    "config check": (
+        "the-loop config check",
+        "the-loop config check --config ci.yaml --format json",
+    ),
+    "docs": (
+        "the-loop docs",
+        "the-loop docs config",
+        "the-loop docs poll --format json",
+    ),
 }
 
 

@@ -1,7 +1,10 @@
 """``the-loop init``: write a commented ``.the-loop/cli-config.yaml`` in the working directory.
 
 It refuses to overwrite an existing file (exit 1, nothing touched) and prints the
-next three commands. What it writes validates against the schema, like every config.
+next three commands. What it writes validates against the schema, like every config,
+and names no path of this machine inside the project: those are relative to the
+config's directory. Beside it goes the ``.gitignore`` that keeps everything but the
+config and ``portable/`` out of a commit (an existing one is kept as it is).
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.commands.common import format_parent
-from the_loop.commands.render import Result, warn
+from the_loop.commands.render import Result, note, warn
 from the_loop.config.file import CONFIG_NAME, STATE_DIR_NAME, validate
 from the_loop.dispatch.harnesses import PLACEHOLDER_AGENT
+from the_loop.dispatch.workspace import is_local_path
 from the_loop.errors import TheLoopError, UsageError, quoted
+from the_loop.layout import GITIGNORE_NAME, STATE_ROOT_GITIGNORE, WORKSPACES_DIR
 
 HARNESS_CHOICES = ("claude", "cursor", "command")
 _REPOSITORY = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
-_URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -32,8 +36,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         parents=[format_parent()],
         help="write a commented .the-loop/cli-config.yaml here",
         description="Write a commented .the-loop/cli-config.yaml in the working directory "
-        "(never over an existing one) and print the next three commands. Every key is "
-        "described in docs/cli/config.md.",
+        "(never over an existing one) and the .the-loop/.gitignore that keeps all but it "
+        "and portable/ out of a commit, then print the next three commands. Every key is "
+        "described by `the-loop docs config`.",
     )
     parser.add_argument(
         "--repo",
@@ -96,7 +101,7 @@ def word_argument(what: str) -> Any:
 
 
 def repository_argument(text: str) -> tuple[str, str]:
-    """``OWNER/NAME=PATH|URL``: a relative path is made absolute, a URL kept as is."""
+    """``OWNER/NAME=PATH|URL``, the source as given (see :func:`written_source`)."""
     name, equals, source = text.partition("=")
     if not equals or not _REPOSITORY.fullmatch(name) or not source.strip():
         raise argparse.ArgumentTypeError(
@@ -104,7 +109,7 @@ def repository_argument(text: str) -> tuple[str, str]:
         )
     if any(ord(character) < 0x20 or ord(character) == 0x7F for character in source):
         raise argparse.ArgumentTypeError(f"{quoted(text)}: the source holds a control character")
-    return name, source if _URL.search(source) else os.path.abspath(source)
+    return name, source
 
 
 def run_init(args: argparse.Namespace) -> Result:
@@ -113,15 +118,17 @@ def run_init(args: argparse.Namespace) -> Result:
     path = directory / CONFIG_NAME
     if os.path.lexists(path):
         raise TheLoopError(
-            f"{path} already exists: edit it (docs/cli/config.md lists every key), "
+            f"{path} already exists: edit it (`the-loop docs config` lists every key), "
             "or move it away to start over"
         )
     enclosing = _enclosing_state_root(directory)
-    repositories = dict(args.repo)
+    repositories = {name: written_source(name, source, directory) for name, source in args.repo}
     polling = Polling(tuple(args.poll), tuple(args.label), tuple(args.authorized))
-    text = config_text(args.harness, repositories, directory / "workspaces", polling)
+    text = config_text(args.harness, repositories, WORKSPACES_DIR, polling)
     _check(text, path)
     _write_new(path, text)
+    ignore = directory / GITIGNORE_NAME
+    ignored = _write_gitignore(ignore)
     example = next(iter([*repositories, *polling.repositories]), "OWNER/REPO")
     ref = f"'github:{example}#1'"
     commands = [
@@ -134,9 +141,45 @@ def run_init(args: argparse.Namespace) -> Result:
             f"{directory} is a new state root inside the project of {enclosing}: commands "
             f"run at or below {directory.parent} use it, and no longer see that one"
         )
-    lines = [f"wrote {path}", "next:", *(f"  {command}" for command in commands)]
-    item = {"path": str(path), "outcome": "written", "next": commands}
-    return Result(items=(item,), text=lambda: lines)
+    lines = [
+        f"wrote {path}",
+        f"wrote {ignore}" if ignored == "written" else _kept(ignore),
+        "next:",
+        *(f"  {command}" for command in commands),
+    ]
+    items: tuple[dict[str, Any], ...] = (
+        {"path": str(path), "outcome": "written", "next": commands},
+        {"path": str(ignore), "outcome": ignored, "next": []},
+    )
+    return Result(items=items, text=lambda: lines)
+
+
+def _kept(ignore: Path) -> str:
+    return (
+        f"kept {ignore} as it was: it should track only portable/, {CONFIG_NAME} and "
+        "itself (the block: `the-loop docs state`)"
+    )
+
+
+def written_source(name: str, source: str, directory: Path) -> str:
+    """A clone source as the config holds it: a URL or a ``~`` path as given; a local
+    path relative to the config's ``directory`` when given relative or inside the
+    project, so it travels; any other path absolute, with a note that it is this
+    machine's."""
+    if not is_local_path(source) or source.startswith("~"):
+        return source
+    if not os.path.isabs(source):
+        return os.path.relpath(os.path.abspath(source), directory)
+    real, project = os.path.realpath(source), os.path.realpath(directory.parent)
+    if os.path.commonpath([real, project]) == project:
+        return os.path.relpath(real, os.path.realpath(directory))
+    absolute = os.path.normpath(source)
+    note(
+        f"routing.workspace.repositories: {name} is cloned from {absolute}, a path outside "
+        "this project: a clone of the project on another machine needs it there too, or "
+        "the key edited"
+    )
+    return absolute
 
 
 def _enclosing_state_root(directory: Path) -> Path | None:
@@ -161,13 +204,13 @@ class Polling:
 
 
 def config_text(
-    harness: str, repositories: dict[str, str], workspaces: Path, polling: Polling = Polling()
+    harness: str, repositories: dict[str, str], workspaces: str, polling: Polling = Polling()
 ) -> str:
     """The commented YAML ``init`` writes (every value JSON-quoted, which YAML reads);
     each top-level section once, so nothing needs merging by hand."""
     lines = [
         "# the-loop CLI config, written by `the-loop init`. Every key is optional; a key",
-        "# left out has its default. docs/cli/config.md describes every key.",
+        "# left out has its default. `the-loop docs config` describes every key.",
         "#",
         "# The state root is the .the-loop/ directory holding this file: every command",
         "# run at or below this directory uses it (`the-loop state paths` shows it).",
@@ -176,11 +219,13 @@ def config_text(
         f"  defaultHarness: {harness}",
         *_harness_lines(harness),
         "  workspace:",
-        "    # Each work item gets its own checkout under here (keep it out of version",
-        '    # control). "" runs the agent in the working directory instead.',
-        f"    root: {json.dumps(str(workspaces))}",
-        "    # Where to clone each OWNER/REPO from; unlisted ones come from",
-        "    # https://github.com/OWNER/REPO.git (see cloneProtocol, defaultHost).",
+        "    # Each work item gets its own checkout under here (.gitignore keeps it out",
+        '    # of version control). "" runs the agent in the working directory instead.',
+        "    # A relative path here is relative to this file's directory.",
+        f"    root: {json.dumps(workspaces)}",
+        "    # Where to clone each OWNER/REPO from (a local path relative to this file's",
+        "    # directory); unlisted ones come from https://github.com/OWNER/REPO.git",
+        "    # (see cloneProtocol, defaultHost).",
         *_repository_lines(repositories),
         "  # The GitHub logins whose `the-loop <verb>` comments command a session.",
         f"  authorizedUsers: {_json_list(polling.authorized)}",
@@ -238,3 +283,14 @@ def _write_new(path: Path, text: str) -> None:
     if os.path.lexists(path):
         raise TheLoopError(f"{path} already exists: edit it, or move it away to start over")
     write_text(path, text)
+
+
+def _write_gitignore(path: Path) -> str:
+    """Write the state root's ``.gitignore`` unless one is there (an operator's, kept
+    whatever it holds): ``written`` or ``kept``."""
+    from the_loop.fsio import write_text
+
+    if os.path.lexists(path):
+        return "kept"
+    write_text(path, STATE_ROOT_GITIGNORE)
+    return "written"

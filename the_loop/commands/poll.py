@@ -19,10 +19,17 @@ from typing import Any
 
 from the_loop.commands.common import Context, format_parent, load_context, state_dir_parent, warn
 from the_loop.commands.poll_backoff import last_cycle, saved_backoff, status_waits, waiting_result
-from the_loop.commands.render import Result
+from the_loop.commands.poll_report import (
+    daemon_line,
+    did_something,
+    new_failures,
+    report_result,
+    status_lines,
+)
+from the_loop.commands.render import Result, progress
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
 from the_loop.dispatch.daemons import PollerLock, poller_holder
-from the_loop.errors import EXIT_FAILED, EXIT_OK, TheLoopError, UsageError
+from the_loop.errors import TheLoopError, UsageError
 from the_loop.fsio import write_json
 from the_loop.github.backoff import Backoffs
 
@@ -71,7 +78,7 @@ def run_poll(args: argparse.Namespace) -> Result:
             report, _ = _one_cycle(context, stop, backoffs)
             if stop():
                 stop.emit_stopped(context, cycles=1, cut_short=bool(report["stopped"]))
-            return _report_result(report)
+            return report_result(report)
         return _daemon(args, stop, lock)
 
 
@@ -177,23 +184,6 @@ def _test_hook(stop: StopRequest) -> Any:
     return checkpoint
 
 
-def _report_result(report: dict[str, Any]) -> Result:
-    failed: list[str] = report["failed"]
-    lines = (
-        f"poll: {report['requests']} requests ({report['not_modified']} not modified), "
-        f"{report['delivered']} delivered, {report['commands']} commands, "
-        f"{report['settled']} settled, {len(failed)} failed; "
-        f"rate remaining {report['rate_remaining']}; {report['duration']:.2f}s"
-        + ("; stopped early on request" if report.get("stopped") else ""),
-    )
-    return Result(
-        items=(report,),
-        text=lambda: lines,
-        errors=tuple(failed),
-        exit_code=EXIT_FAILED if failed else EXIT_OK,
-    )
-
-
 def _daemon(args: argparse.Namespace, stop: StopRequest, lock: PollerLock) -> Result:
     """A cycle every interval from cycle start, until a stop request (exit 0)."""
     from the_loop.adapters.poll_factory import interval_seconds
@@ -210,6 +200,7 @@ def _daemon(args: argparse.Namespace, stop: StopRequest, lock: PollerLock) -> Re
         try:
             report, backoffs = _one_cycle(context, stop, backoffs)
             wait, cut_short = float(report["next_cycle_in"]), bool(report["stopped"])
+            _say_cycle(report)
         except TheLoopError as error:
             warn(f"poll: the cycle failed: {error}")
         cycles += 1
@@ -218,6 +209,14 @@ def _daemon(args: argparse.Namespace, stop: StopRequest, lock: PollerLock) -> Re
     return Result(
         items=({"cycles": cycles},), text=lambda: (f"poll: stopped after {cycles} cycles",)
     )
+
+
+def _say_cycle(report: dict[str, Any]) -> None:
+    """The daemon's stderr: a line for a cycle that did something, one per failure."""
+    if did_something(report):
+        progress(daemon_line(report))
+    for failure in new_failures(report):
+        warn(f"poll: {failure}")
 
 
 #: How often a waiting daemon checks that its pidfile is still the file it locked.
@@ -251,7 +250,7 @@ def run_status(args: argparse.Namespace) -> Result:
     waits, wait_lines = status_waits(last)
     item = {"running": pid is not None, "pid": pid, "lastCycle": last, **waits}
     line = f"poll: running (pid {pid})" if pid is not None else "poll: not running"
-    return Result(items=(item,), text=lambda: (line, *wait_lines))
+    return Result(items=(item,), text=lambda: (line, *status_lines(last), *wait_lines))
 
 
 def run_stop(args: argparse.Namespace) -> Result:

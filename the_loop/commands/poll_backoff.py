@@ -43,7 +43,7 @@ def waiting_result(backoff: Backoff) -> Result:
         "nothing was polled"
     )
     item = {"requests": 0, "waiting": True, "resumeAt": until, "waitSeconds": round(left, 3)}
-    return Result(items=(item,), text=lambda: (), errors=(message,), exit_code=EXIT_FAILED)
+    return Result(summary=item, text=lambda: (), errors=(message,), exit_code=EXIT_FAILED)
 
 
 def status_waits(last: object) -> tuple[dict[str, Any], list[str]]:

@@ -72,10 +72,13 @@ def one_cycle(
         "rate_remaining": reads.remaining,
         "duration": round(time.monotonic() - started, 3),
         "next_cycle_in": round(wait, 3),
+        "finishedAt": utc(time.time()),
         # Kept in poll-status.json, so a `--once` from cron honours the last refusals too.
         **backoffs.to_dict(now),
     }
-    report["failed"] += [_still_backing_off(name, backoffs.of(name), now) for name in skipped]
+    # Said every cycle (`--once` exits 1 for it); the daemon says only what is new.
+    report["skipped"] = [_still_backing_off(name, backoffs.of(name), now) for name in skipped]
+    report["failed"] += report["skipped"]
     stores.events.emit(
         "poll.cycle",
         requests=stats.requests,

@@ -102,6 +102,25 @@ def note(message: str) -> None:
     print(f"note: {message}", file=sys.stderr)
 
 
+def progress(message: str) -> None:
+    """``<message>`` on stderr at once: what a long-running command is doing (a daemon's
+    cycle), never in the envelope."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def terminal_relay() -> Callable[[str], None] | None:
+    """A writer of a child's progress (``git clone --progress``) to stderr, as it comes,
+    when stderr is a terminal; None otherwise, so logs get no progress noise."""
+    if not sys.stderr.isatty():
+        return None
+
+    def relay(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    return relay
+
+
 def render(result: Result, output_format: str, *, command: str) -> int:
     """Print ``result`` in ``output_format``, then its errors; return its exit code.
 

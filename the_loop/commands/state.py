@@ -70,7 +70,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         parents=[state_dir_parent(), formats],
         help="print the state root, the rule that chose it, and every path under it",
         description="Print the state root this invocation uses and the rule that chose it "
-        "(docs/cli/state.md), then GENERATED_PATHS: every path under the state root, "
+        "(`the-loop docs state`), then GENERATED_PATHS: every path under the state root, "
         "whether it travels, what it holds and why it exists.",
     )
     paths.set_defaults(func=run_paths)

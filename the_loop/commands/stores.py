@@ -10,6 +10,7 @@ from the_loop.commands.common import Context, warn
 if TYPE_CHECKING:
     from the_loop.dispatch.dispatcher import Dispatcher
     from the_loop.dispatch.factory import Adapters
+    from the_loop.dispatch.process import Relay
 
 __all__ = ["Stores", "open_dispatcher", "open_stores"]
 
@@ -20,14 +21,22 @@ def open_stores(context: Context, *, source: str = "sessions") -> Stores:
 
 
 def open_dispatcher(
-    context: Context, stores: Stores, adapters: Adapters | None = None
+    context: Context,
+    stores: Stores,
+    adapters: Adapters | None = None,
+    *,
+    progress: Relay | None = None,
 ) -> Dispatcher:
     """The dispatcher of this invocation, built from the config and the open stores
-    (and the tmux runner and workspace of ``adapters`` when the command built them).
+    (and the tmux runner and workspace of ``adapters`` when the command built them);
+    ``progress`` receives git's progress of a clone or fetch (without ``adapters``).
 
     Raises ``TheLoopError`` with a sentence when it cannot be built.
     """
-    from the_loop.dispatch.factory import build_dispatcher
+    from the_loop.dispatch.factory import Adapters, build_dispatcher
+
+    if adapters is None and progress is not None:
+        adapters = Adapters(context.config, owner=str(context.layout.root), progress=progress)
 
     return build_dispatcher(
         context.config,

@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from the_loop.config.defaults import default_bool, default_float, default_str
+from the_loop.config.defaults import DEFAULTS, default_bool, default_float, default_str
 from the_loop.errors import ELLIPSIS, QUOTE_LIMIT, UsageError, quoted
+
+if TYPE_CHECKING:
+    from the_loop.config.yaml import YamlRefused
 
 ENV_VAR = "THE_LOOP_CLI_CONFIG"
 CONFIG_NAME = "cli-config.yaml"
@@ -45,6 +48,11 @@ class Config:
                 return default
             node = node[part]  # pyright: ignore[reportUnknownVariableType]
         return node  # pyright: ignore[reportUnknownVariableType]
+
+    def keys_set(self) -> list[str]:
+        """The dotted keys (of every key there is) this document gives a value."""
+        unset = object()
+        return [key for key in DEFAULTS if self.get(key, unset) is not unset]
 
     def get_str(self, dotted: str, default: str | None = None) -> str:
         """The text at ``dotted``; ``default`` when absent, else the declared default
@@ -154,12 +162,19 @@ def _key_path(parts: Sequence[Any]) -> str:
 
 def validate(data: Any, source: Path) -> None:
     """Raise :class:`ConfigError` naming file, key and problem when ``data`` is invalid."""
+    first = next(violations(data, source), None)
+    if first is not None:
+        raise ConfigError(first)
+
+
+def violations(data: Any, source: Path) -> Iterator[str]:
+    """Every problem the schema finds in ``data``, in document order, one line each
+    naming the file, the key and the problem."""
     from the_loop.config.schema import Validator
 
-    first = next(Validator(_schema()).violations(data), None)
-    if first is not None:
-        message = first.message.replace("\n", " ")
-        raise ConfigError(f"{_shown(source)}: {quoted_key(first.path)}: {message}")
+    for violation in Validator(_schema()).violations(data):
+        message = violation.message.replace("\n", " ")
+        yield f"{_shown(source)}: {quoted_key(violation.path)}: {message}"
 
 
 def quoted_key(parts: Sequence[Any]) -> str:
@@ -175,23 +190,49 @@ def _bounded(text: str) -> str:
 
 
 def load_file(path: Path) -> Config:
-    """Read, parse and validate one config file; any problem is one :class:`ConfigError` line.
+    """Read, parse and validate one config file; any problem is one :class:`ConfigError` line
+    (the first :func:`check_file` finds)."""
+    checked = check_file(path)
+    if checked.config is None:
+        raise ConfigError(checked.problems[0])
+    return checked.config
+
+
+@dataclass(frozen=True)
+class CheckedConfig:
+    """One config file as read: its config when it can be used, else its problems."""
+
+    path: Path
+    config: Config | None
+    problems: tuple[str, ...] = ()
+
+
+def check_file(path: Path) -> CheckedConfig:
+    """Read, parse and validate one config file, naming every problem on a line of its own.
 
     At most :data:`MAX_CONFIG_BYTES` are read, as UTF-8; YAML nesting and alias
-    expansion are bounded (see :mod:`the_loop.config.yaml`).
+    expansion are bounded (see :mod:`the_loop.config.yaml`). A file that cannot be read
+    or parsed has one problem, but every key given twice is one; past the YAML, every
+    value the schema refuses is one.
     """
-    from the_loop.config.yaml import YamlRefused, parse_yaml
+    from the_loop.config.yaml import RepeatedKeys, YamlRefused, parse_yaml
 
-    text = _read_text(path)
     try:
-        data = parse_yaml(text)
+        data = parse_yaml(_read_text(path))
+    except ConfigError as error:
+        return CheckedConfig(path, None, (str(error),))
     except YamlRefused as error:
-        problem = _one_line(str(error))
-        where = "(top level)" if error.line is None else f"line {error.line}, column {error.column}"
-        raise ConfigError(f"{_shown(path)}: {where}: {problem}") from error
+        each = error.each if isinstance(error, RepeatedKeys) else (error,)
+        return CheckedConfig(path, None, tuple(_refusal_line(path, one) for one in each))
     document: Any = {} if data is None else data
-    validate(document, path)
-    return Config(data=document, source=path)
+    problems = tuple(violations(document, path))
+    return CheckedConfig(path, None if problems else Config(document, path), problems)
+
+
+def _refusal_line(path: Path, error: YamlRefused) -> str:
+    problem = _one_line(str(error))
+    where = "(top level)" if error.line is None else f"line {error.line}, column {error.column}"
+    return f"{_shown(path)}: {where}: {problem}"
 
 
 def _read_text(path: Path) -> str:

@@ -4,7 +4,8 @@ Found the way git finds ``.git``: an explicit ``--state-root``, else
 ``$THE_LOOP_STATE_ROOT``, else ``state.root`` from the config (relative to the
 config file's own directory, never to the working directory), else the nearest
 ``.the-loop/`` at or above the working directory, else ``~/.the-loop``. Choosing
-creates nothing.
+creates nothing. The config's other relative paths (the workspace root, a local clone
+source) resolve the same way: :func:`against_config_directory`.
 """
 
 from __future__ import annotations
@@ -73,9 +74,17 @@ def _from_config(config: Config, configured: Path) -> RootChoice:
     source = config.source
     if configured.is_absolute() or source is None:
         return RootChoice(configured, RULE_CONFIG, f"state.root in {source or 'the config'}")
-    base = Path(os.path.abspath(source)).parent
     reason = f"state.root in {source}, relative to that file's directory"
-    return RootChoice(Path(os.path.abspath(base / configured)), RULE_CONFIG, reason)
+    return RootChoice(against_config_directory(config, configured), RULE_CONFIG, reason)
+
+
+def against_config_directory(config: Config, path: Path) -> Path:
+    """A path the config names: as is when absolute or when the config has no file,
+    else resolved against the directory of the file that holds it (never the cwd)."""
+    if path.is_absolute() or config.source is None:
+        return path
+    base = Path(os.path.abspath(config.source)).parent
+    return Path(os.path.abspath(base / path))
 
 
 def _absolute(path: Path, cwd: Path) -> Path:

@@ -4,12 +4,13 @@ A config is a small hand-written document, so a document nested deeper than
 :data:`MAX_DEPTH`, one whose aliases expand past :data:`MAX_EXPANDED_NODES` values
 (a "billion laughs"), or one with a recursive alias is refused before anything
 expands it (decision 007). So is a key given twice in one mapping, at its line: the
-loader would keep the last and drop the first silently. Every refusal is one
-:class:`YamlRefused`.
+loader would keep the last and drop the first silently (one :class:`RepeatedKeys` names
+them all). Every refusal is one :class:`YamlRefused`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -29,6 +30,15 @@ class YamlRefused(ValueError):
         super().__init__(message)
         self.line = line
         self.column = column
+
+
+class RepeatedKeys(YamlRefused):
+    """Keys given twice in one mapping: the first in document order says why and where;
+    ``each`` holds every one, in document order."""
+
+    def __init__(self, each: list[YamlRefused]) -> None:
+        super().__init__(str(each[0]), each[0].line, each[0].column)
+        self.each = tuple(each)
 
 
 def _refusal(error: yaml.YAMLError) -> YamlRefused:
@@ -120,24 +130,28 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def check_duplicate_keys(root: Node) -> None:
-    """Refuse a mapping that holds one key twice, at the second one's line and column.
+    """Refuse mappings that hold one key twice (:class:`RepeatedKeys`), each at the second
+    one's line and column.
 
     Keys compare by their resolved tag and text (``1`` and ``"1"`` differ); ``<<``
     merges are left to the loader. Each distinct node is visited once.
     """
     seen: set[int] = set()
     stack: list[Node] = [root]
+    repeated: list[YamlRefused] = []
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         if isinstance(node, MappingNode):
-            _refuse_repeated_keys(node)
+            repeated.extend(_repeated_keys(node))
         stack.extend(_children(node))
+    if repeated:
+        raise RepeatedKeys(sorted(repeated, key=lambda each: (each.line or 0, each.column or 0)))
 
 
-def _refuse_repeated_keys(mapping: MappingNode) -> None:
+def _repeated_keys(mapping: MappingNode) -> Iterator[YamlRefused]:
     first: dict[tuple[str, str], int] = {}
     for key, _ in mapping.value:  # pyright: ignore[reportUnknownVariableType]
         if not isinstance(key, ScalarNode) or key.tag == _MERGE_TAG:
@@ -147,7 +161,7 @@ def _refuse_repeated_keys(mapping: MappingNode) -> None:
         earlier = first.get((key.tag, text))
         first.setdefault((key.tag, text), line)
         if earlier is not None:
-            raise YamlRefused(
+            yield YamlRefused(
                 f"the key {text!r} is given twice in one mapping (first at line {earlier}): "
                 "YAML would keep only the last; merge the two into one",
                 line,

@@ -15,6 +15,7 @@ from the_loop.errors import TheLoopError
 
 if TYPE_CHECKING:
     from the_loop.config.file import Config
+    from the_loop.dispatch.process import Relay
     from the_loop.eventlog.log import EventLog
     from the_loop.portable.control import ControlStore
     from the_loop.portable.store import WorkItemStore
@@ -22,16 +23,18 @@ if TYPE_CHECKING:
 
 
 class Adapters:
-    """The tmux runner and the workspace of one invocation, each built on first use, once.
+    """The tmux runner and the workspace of one invocation, each built on first use, once;
+    ``progress`` receives git's progress of the workspace's clones and fetches.
 
     A command that needs them before (or without) a dispatcher reads them here and
     passes the same object to :func:`build_dispatcher`. ``ValueError`` for a refused
     setting (not cached: the next use raises it again).
     """
 
-    def __init__(self, config: Config, *, owner: str = "") -> None:
+    def __init__(self, config: Config, *, owner: str = "", progress: Relay | None = None) -> None:
         self.config = config
         self.owner = owner
+        self.progress = progress
 
     @cached_property
     def tmux(self) -> TmuxRunner:
@@ -39,7 +42,7 @@ class Adapters:
 
     @cached_property
     def workspace(self) -> Workspace:
-        return Workspace.from_config(self.config)
+        return Workspace.from_config(self.config, progress=self.progress)
 
 
 def build_dispatcher(

@@ -290,11 +290,32 @@ class TmuxRunner:
             return False
         raise self._failure(result.args, result.stderr)
 
-    def attach_argv(self, name: str, read_only: bool) -> list[str]:
-        """The argv that attaches a terminal to ``name`` (``-r``: read-only)."""
+    def attach_argv(self, name: str, read_only: bool, *, nested: bool = False) -> list[str]:
+        """The argv that attaches a terminal to ``name`` (``-r``: read-only); ``nested``: from
+        inside tmux, a client within the current pane (``env -u TMUX``, as tmux asks)."""
         check_name(name)
         flags = ["-r"] if read_only else []
-        return self.command("attach-session", *flags, "-t", f"={name}")
+        argv = self.command("attach-session", *flags, "-t", f"={name}")
+        return ["env", "-u", "TMUX", *argv] if nested else argv
+
+    def switch_client(self, name: str) -> None:
+        """``switch-client -t =<name>``: move the tmux client this process runs under (the one
+        ``$TMUX`` names) to ``name``; ``DispatchError`` with tmux's reason when it refuses."""
+        check_name(name)
+        switched = self._tmux("switch-client", "-t", f"={name}", check=False)
+        if switched.returncode != 0:
+            raise DispatchError(trim(switched.stderr) or "tmux refused to switch the client")
+
+    def serves(self, name: str, client: str) -> bool:
+        """Whether the server holding session ``name`` is the one whose socket ``client`` (a
+        ``$TMUX`` value: ``<socket path>,<pid>,<session>``) names; False when tmux does not
+        say where its socket is."""
+        check_name(name)
+        shown = self._tmux(
+            "display-message", "-p", "-t", f"={name}:", "#{socket_path}", check=False
+        )
+        server = shown.stdout.strip() if shown.returncode == 0 else ""
+        return bool(server) and _same_file(server, client_socket(client))
 
     def capture(self, name: str) -> str:
         """The pane's whole history as text, trailing blank lines dropped."""
@@ -459,6 +480,19 @@ def process_group_running(pgid: int) -> bool:
         if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
             return True
     return False
+
+
+def client_socket(client: str) -> str:
+    """The socket path of a ``$TMUX`` value (``<socket path>,<pid>,<session index>``)."""
+    parts = client.rsplit(",", 2)
+    return parts[0] if len(parts) == 3 else client
+
+
+def _same_file(one: str, other: str) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return os.path.abspath(one) == os.path.abspath(other)
 
 
 def _tmux_argument(text: str) -> str:

@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from the_loop.config.defaults import default_str
+from the_loop.config.state_root import against_config_directory
 from the_loop.dispatch.process import (
     DEFAULT_TIMEOUT_SECONDS,
     TIMEOUT_KEY,
     DispatchError,
+    Relay,
     Runner,
     run,
 )
@@ -52,6 +54,7 @@ LOCKS_DIR = ".locks"
 #: The branch a work item's checkout is on when no ``--branch`` was asked for.
 BRANCH_PREFIX = "loop/"
 _COMPONENT = re.compile(r"[A-Za-z0-9._~:-]+\Z")
+_REMOTE_SOURCE = re.compile(r"[^/]*:")
 _BRANCH_REFUSED = re.compile(r"[\s\x00-\x1f\x7f~^:?*\[\\]|\.\.|@\{|^-|^/|/$|\.lock$")
 #: Never ask for credentials on a terminal: a clone that needs them fails instead.
 #: Variables that point git at another repository (``git rev-parse --local-env-vars``):
@@ -122,9 +125,28 @@ class CheckoutStatus:
 
 
 def workspace_root(config: Config) -> Path | None:
-    """``routing.workspace.root``, ``~``-expanded; None when unset (workspaces disabled)."""
+    """``routing.workspace.root``, ``~``-expanded, a relative one against the config file's
+    directory; None when unset (workspaces disabled)."""
     root = config.get_str("routing.workspace.root")
-    return Path(root).expanduser() if root else None
+    return against_config_directory(config, Path(root).expanduser()) if root else None
+
+
+def is_local_path(source: str) -> bool:
+    """Whether git reads clone ``source`` as a local path: not ``scheme://…`` nor
+    scp-like ``[user@]host:path`` (a colon before any slash)."""
+    return _REMOTE_SOURCE.match(source) is None
+
+
+def configured_sources(config: Config) -> dict[str, str]:
+    """``routing.workspace.repositories``, a relative local path resolved against the
+    config file's directory (``~`` is expanded when it is used)."""
+    sources = config.get_str_map("routing.workspace.repositories")
+    return {
+        name: str(against_config_directory(config, Path(source)))
+        if is_local_path(source) and not source.startswith("~")
+        else source
+        for name, source in sources.items()
+    }
 
 
 class Workspace:
@@ -132,7 +154,8 @@ class Workspace:
 
     ``root=None`` means workspaces are disabled: nothing is prepared, located
     or removed. Every path is checked to resolve inside ``root`` with no symlink
-    on the way; anything else raises :class:`DispatchError`.
+    on the way; anything else raises :class:`DispatchError`. With ``progress``, the
+    clones and fetches run with ``--progress`` and git's stderr goes to it as it comes.
     """
 
     def __init__(
@@ -146,6 +169,7 @@ class Workspace:
         repositories: Mapping[str, str] | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         run: Runner = run,
+        progress: Relay | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown workspace strategy {strategy!r}: use worktree or clone")
@@ -160,6 +184,7 @@ class Workspace:
         self.repositories = {name.lower(): url for name, url in (repositories or {}).items()}
         self.timeout = timeout
         self._run = run
+        self._progress = progress
 
     @classmethod
     def disabled(cls) -> Workspace:
@@ -167,16 +192,19 @@ class Workspace:
         return cls(None)
 
     @classmethod
-    def from_config(cls, config: Config) -> Workspace:
-        """The workspace of ``routing.workspace.*`` (root ``~``-expanded; empty: disabled)."""
+    def from_config(cls, config: Config, *, progress: Relay | None = None) -> Workspace:
+        """The workspace of ``routing.workspace.*`` (relative paths against the config
+        file's directory; root empty: disabled); ``progress`` receives git's progress of a
+        clone or fetch."""
         return cls(
             workspace_root(config),
             strategy=config.get_str("routing.workspace.strategy"),
             git_binary=config.get_str(GIT_BINARY_KEY) or default_str(GIT_BINARY_KEY),
             clone_protocol=config.get_str("routing.workspace.cloneProtocol"),
             default_host=config.get_str("routing.workspace.defaultHost"),
-            repositories=config.get_str_map("routing.workspace.repositories"),
+            repositories=configured_sources(config),
             timeout=config.get_float(TIMEOUT_KEY),
+            progress=progress,
         )
 
     @property
@@ -305,7 +333,7 @@ class Workspace:
         branch_args = ["--branch", branch] if branch else []
         with self._undo_on_failure(path):
             url = self.source_url(ref)
-            self._git(None, "clone", *branch_args, "--", url, str(path))
+            self._fetching(None, "clone", *branch_args, "--", url, str(path))
             if branch:
                 return branch
             own = self.branch_for(ref)
@@ -330,11 +358,11 @@ class Workspace:
         url = self.source_url(ref)
         with self._undo_on_failure(shared):
             if (shared / ".git").exists():
-                self._git(shared, "fetch", "--prune", "origin")
+                self._fetching(shared, "fetch", "--prune", "origin")
             elif shared.exists():
                 raise DispatchError(f"{shared} exists but is not a git clone; remove it first")
             else:
-                self._git(None, "clone", "--no-checkout", "--", url, str(shared))
+                self._fetching(None, "clone", "--no-checkout", "--", url, str(shared))
             args = self._worktree_args(ref, shared, url, path, branch)
             with self._undo_on_failure(path, prune=shared):
                 self._git(shared, "worktree", "add", *args)
@@ -490,6 +518,16 @@ class Workspace:
         location = ["-C", str(repository)] if repository is not None else []
         argv = [self.git_binary, *location, *args]
         return self._run(argv, timeout=self.timeout, env=_GIT_ENV, check=check)
+
+    def _fetching(self, repository: Path | None, command: str, *args: str) -> None:
+        """``git <command> <args>`` that talks to the remote (a clone, a fetch): with
+        ``progress``, run with ``--progress`` and its stderr relayed as it comes."""
+        if self._progress is None:
+            self._git(repository, command, *args)
+            return
+        location = ["-C", str(repository)] if repository is not None else []
+        argv = [self.git_binary, *location, command, "--progress", *args]
+        self._run(argv, timeout=self.timeout, env=_GIT_ENV, relay=self._progress)
 
 
 def _branch_of(worktree_args: list[str]) -> str:

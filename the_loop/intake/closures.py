@@ -12,11 +12,12 @@ linked PR is not looked up again. The decisions are
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from the_loop.errors import TheLoopError
 from the_loop.intake.events import Issue
-from the_loop.intake.ports import ItemKnowledge, LiveSession
+from the_loop.intake.ports import Action, ItemKnowledge, LiveSession
 from the_loop.intake.watched import (
     ClosureAction,
     ClosureDecision,
@@ -69,10 +70,14 @@ def _close_work_item(issue: Issue, intake: Intake) -> None:
     if issue.gone:
         ports.close_gone(ref, issue.gone)
         intake.counts.closed += 1
+        intake.counts.actions.append(Action("gone", ref.ref, outcome="kept", reason=issue.gone))
         _emit_gone(intake, ref, None, decision, issue.gone)
         return
-    ports.close(ref, decision.cleanup)
+    removed, kept = ports.close(ref, decision.cleanup)
     intake.counts.closed += 1
+    outcome = "cleaned" if decision.cleanup else "kept"
+    closed = Action("closed", ref.ref, issue.closed_by, outcome=outcome, reason=decision.state)
+    intake.counts.actions.append(replace(closed, checkouts_removed=removed, checkouts_kept=kept))
     ports.emit(
         "poll.closure",
         work_item=ref.ref,
@@ -96,6 +101,7 @@ def _clear_reopened(ref: WorkItemRef, intake: Intake) -> None:
     if decision.action is not ClosureAction.CLEAR_CLOSED:
         return
     ports.ledger.change(ref, lambda entry: _record_state(entry, decision.state))
+    intake.counts.actions.append(Action("reopened", ref.ref, reason=recorded))
     ports.emit(
         "poll.closure",
         work_item=ref.ref,
@@ -130,6 +136,9 @@ def _close_linked(
     if decision.action is ClosureAction.END_ENDPOINT:
         ports.end_endpoint(owner, pr, decision.state)
         intake.counts.closed += 1
+        why = issue.gone or decision.state
+        ended = Action("endpoint", owner.ref, reason=why, pull_request=pr.ref)
+        intake.counts.actions.append(ended)
     ports.ledger.own(pr, owner)
     ports.ledger.change(pr, lambda entry: _record_state(entry, decision.state, issue.gone))
     if issue.gone:

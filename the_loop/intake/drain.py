@@ -24,7 +24,7 @@ from the_loop.intake.ledger import (
     Verdict,
     breaker,
 )
-from the_loop.intake.ports import LiveSession
+from the_loop.intake.ports import Action, LiveSession
 from the_loop.portable.poll import DELIVERIES, Ledger, PollState
 from the_loop.ref import WorkItemRef
 
@@ -113,6 +113,9 @@ class _Pane:
             done = ledger.entry(due.comment_id)
             if done is not None and done.state is DeliveryState.DELIVERED:
                 self.intake.counts.delivered += 1
+                author = _author(rows_now, due.comment_id)
+                action = Action("delivered", self.ref.ref, author, comment_id=due.comment_id)
+                self.intake.counts.actions.append(action)
 
     @property
     def _retries(self) -> int:
@@ -208,6 +211,12 @@ def _text(rows: list[Row], comment_id: int) -> str:
     """The text its row keeps while undelivered (``""`` when there is none)."""
     texts = (str(r.get("text", "")) for r in rows if str(r.get("id")) == str(comment_id))
     return next(texts, "")
+
+
+def _author(rows: list[Row], comment_id: int) -> str:
+    """Who wrote the comment, as its row keeps it (``""`` for a row of an older release)."""
+    authors = (str(r.get("by", "")) for r in rows if str(r.get("id")) == str(comment_id))
+    return next(authors, "")
 
 
 def _attempts(ledger: DeliveryLedger, comment_id: int) -> int:

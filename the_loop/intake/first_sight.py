@@ -33,10 +33,13 @@ class OwedCommand:
 
 @dataclass(frozen=True)
 class FirstSight:
-    """The ids to record as seen (thread order) and the commands to run, in thread order."""
+    """The ids to record as seen (thread order) and the commands to run, in thread order;
+    ``refused``, the keyword commands of logins not authorized that were written after
+    the control record (the caller says which of them are new enough to report)."""
 
     baseline_ids: tuple[int, ...]
     commands: tuple[OwedCommand, ...] = ()
+    refused: tuple[OwedCommand, ...] = ()
 
 
 def first_sight(
@@ -51,9 +54,13 @@ def first_sight(
     ``may_command`` is asked of each command that could be owed, in thread order."""
     life: OwedCommand | None = None
     hold: OwedCommand | None = None
+    refused: list[OwedCommand] = []
     for comment in thread:
-        verb = _command_of(comment, policy, posted_ids)
         newer = control_requested_at is None or comment.created_at > control_requested_at
+        stranger = _stranger_command(comment, policy, posted_ids)
+        if stranger is not None and newer:
+            refused.append(OwedCommand(comment, stranger))
+        verb = _command_of(comment, policy, posted_ids)
         if verb is None or not newer or not may_command(comment):
             continue
         if verb in _HOLDING:
@@ -63,7 +70,7 @@ def first_sight(
     owed = tuple(command for command in (life, hold) if command is not None)
     owed_ids = {command.comment.id for command in owed}
     baseline = tuple(comment.id for comment in thread if comment.id not in owed_ids)
-    return FirstSight(baseline, owed)
+    return FirstSight(baseline, owed, tuple(refused))
 
 
 def _command_of(comment: Comment, policy: CommentPolicy, posted_ids: frozenset[int]) -> str | None:
@@ -73,3 +80,15 @@ def _command_of(comment: Comment, policy: CommentPolicy, posted_ids: frozenset[i
     if not policy.authorized.permits(comment.login):
         return None  # a bot commands only when listed, like anyone else
     return policy.grammar.scan(comment.body).verb
+
+
+def _stranger_command(
+    comment: Comment, policy: CommentPolicy, posted_ids: frozenset[int]
+) -> str | None:
+    """The verb a keyword comment of a login not authorized asks for (refused)."""
+    if comment.carries_marker or comment.id in posted_ids:
+        return None
+    if policy.authorized.permits(comment.login):
+        return None
+    scan = policy.grammar.scan(comment.body)
+    return scan.verb if scan.is_keyword and not scan.ambiguous else None

@@ -10,20 +10,27 @@ closed items. It never knows whether a value came from a poll or a push.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from the_loop.errors import TheLoopError
 from the_loop.intake.closures import close_finished
-from the_loop.intake.comments import ItemView, Outcome, SessionState, classify_comment
+from the_loop.intake.comments import (
+    CommentDecision,
+    ItemView,
+    Outcome,
+    Reason,
+    SessionState,
+    classify_comment,
+)
 from the_loop.intake.delivery import delivery_text
 from the_loop.intake.drain import drain
 from the_loop.intake.events import IssueComment, parse_timestamp
 from the_loop.intake.first_sight import first_sight
 from the_loop.intake.people import may_write
 from the_loop.intake.ports import (
+    Action,
     CycleCounts,
     IntakePorts,
     IntakeSettings,
@@ -126,7 +133,7 @@ class Round:
         view = ItemView(watched, state, seen, self.read_from)
         posted = self.intake.ports.posted.posted()
         decision = classify_comment(comment, view, self.intake.settings.policy, posted_ids=posted)
-        self._log_refusal(comment, decision.event, decision.ambiguous_verbs)
+        self._log_refusal(decision, comment, live=state is not SessionState.NONE)
         if decision.outcome is Outcome.COMMAND and decision.verb is not None:
             if self.may_command(comment):
                 self.command(comment, decision.verb)
@@ -160,6 +167,9 @@ class Round:
             counts.failed.append(f"{ref.ref}: {verb}: {error}")
         # The comments after this one meet the session as the command left it.
         self.sessions = self.intake.live_sessions(self.repository)
+        counts.actions.append(
+            Action("command", ref.ref, comment.login, verb, comment.id, outcome=outcome)
+        )
         ports.emit(
             "poll.command",
             work_item=ref.ref,
@@ -201,6 +211,9 @@ class Round:
         ports.ledger.baseline_comments(ref, [str(i) for i in sight.baseline_ids])
         counts.baselined += len(sight.baseline_ids)
         ports.emit("poll.baselined", work_item=ref.ref, comments=len(sight.baseline_ids))
+        for stranger in sight.refused:
+            if self.read_from is not None and stranger.comment.created_at >= self.read_from:
+                self._refused_at_first_sight(stranger.comment, stranger.verb)
         for owed in sight.commands:
             self.command(owed.comment, owed.verb)
 
@@ -228,7 +241,30 @@ class Round:
         self._refused(comment, permission)
         return False
 
+    def _asked_verb(self, comment: IssueComment) -> str:
+        """The one verb a refused comment asked for (``""``: none, or more than one)."""
+        scan = self.intake.settings.policy.grammar.scan(comment.body)
+        return scan.verb or "" if scan.is_keyword and not scan.ambiguous else ""
+
+    def _refused_at_first_sight(self, comment: IssueComment, verb: str) -> None:
+        """A stranger's command new this round (in the reader's window) on an item met
+        for the first time: refused like any other, with its event and its action."""
+        ref = comment.work_item.ref
+        action = Action("refused", ref, comment.login, verb, comment.id, reason="not-authorized")
+        self.intake.counts.actions.append(action)
+        self.intake.ports.emit(
+            "poll.unauthorized",
+            "warning",
+            work_item=ref,
+            comment_id=comment.id,
+            login=comment.login,
+        )
+
     def _refused(self, comment: IssueComment, permission: str, **detail: str) -> None:
+        reason = "permission-unknown" if permission == "unknown" else f"permission-{permission}"
+        verb = self._asked_verb(comment)
+        refusal = Action("refused", comment.work_item.ref, comment.login, verb, comment.id)
+        self.intake.counts.actions.append(replace(refusal, reason=reason))
         self.intake.ports.emit(
             "poll.access_refused",
             "warning",
@@ -244,8 +280,23 @@ class Round:
         issue = changed if changed is not None else self.intake.ports.github.item(ref)
         return ItemFacts(ref, issue.title, issue.url, issue.body, issue.author)
 
-    def _log_refusal(self, comment: IssueComment, event: str | None, verbs: Sequence[str]) -> None:
+    def _log_refusal(self, decision: CommentDecision, comment: IssueComment, *, live: bool) -> None:
+        """A refusal the operator reads of: an event (a keyword's) and an action (a
+        stranger's comment not delivered only while a session would have taken it)."""
         ref, who, emit = comment.work_item, comment.login, self.intake.ports.emit
+        event, verbs = decision.event, decision.ambiguous_verbs
+        if decision.reason in _REFUSALS and (live or decision.reason is not Reason.UNAUTHORIZED):
+            self.intake.counts.actions.append(
+                Action(
+                    "refused",
+                    ref.ref,
+                    who,
+                    self._asked_verb(comment),
+                    comment.id,
+                    reason=_REFUSALS[decision.reason],
+                    outcome=",".join(verbs),
+                )
+            )
         if event == "poll.unauthorized":
             emit(
                 "poll.unauthorized", "warning", work_item=ref.ref, comment_id=comment.id, login=who
@@ -267,6 +318,7 @@ class Round:
             "id": str(comment.id),
             "state": state,
             "attempts": 0,
+            "by": comment.login,
             "text": delivery_text(comment, trusted=trusted),
         }
 
@@ -279,6 +331,14 @@ class Round:
         ports.ledger.change(comment.work_item, change)
         if outcome is Outcome.HOLD:
             ports.emit("poll.comment_held", work_item=comment.work_item.ref, comment_id=comment.id)
+
+
+#: The settled comments an operator reads of, and the word for why.
+_REFUSALS = {
+    Reason.UNAUTHORIZED_KEYWORD: "not-authorized",
+    Reason.AMBIGUOUS: "ambiguous",
+    Reason.UNAUTHORIZED: "not-delivered-from",
+}
 
 
 def same_repository(a: WorkItemRef, b: WorkItemRef) -> bool:

@@ -109,7 +109,8 @@ class IntakePorts:
 
     ``ledger`` is the poll ledger store; ``control(facts, verb, actor)`` runs a verb
     through the sessions' own code and returns its outcome word; ``close(ref,
-    cleanup)`` takes the dispatcher's one close path, and ``close_gone(ref, why)`` the
+    cleanup)`` takes the dispatcher's one close path (and says how many checkouts it
+    removed and how many it kept for the work they hold), and ``close_gone(ref, why)`` the
     same for an item GitHub no longer has (checkouts kept); ``end_endpoint(owner, pr,
     state)`` ends only a linked PR's endpoint; ``deliver(target, delivery)`` pastes and
     marks in one tmux command list; ``pane_mark(target)`` reads the mark back;
@@ -125,7 +126,7 @@ class IntakePorts:
     sessions: Callable[[], Sequence[LiveSession]]
     armed: Callable[[], Sequence[WorkItemRef]]
     control: Callable[[ItemFacts, str, str], str]
-    close: Callable[[WorkItemRef, bool], None]
+    close: Callable[[WorkItemRef, bool], tuple[int, int]]
     close_gone: Callable[[WorkItemRef, str], None]
     end_endpoint: Callable[[WorkItemRef, WorkItemRef, str], None]
     deliver: Callable[[str, Delivery], None]
@@ -136,6 +137,45 @@ class IntakePorts:
     checkpoint: Callable[[str], None] = lambda _step: None
     should_stop: Callable[[], bool] = lambda: False
     permission: RepositoryPermission | None = None
+
+
+#: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was
+#: refused; a comment reached a pane; a closed, merged or gone item ended its session;
+#: a linked PR's endpoint ended; an item seen open again lost its closed state.
+ACTION_KINDS = ("command", "refused", "delivered", "closed", "gone", "endpoint", "reopened")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing a cycle did that its operator reads about, as a value (a reader renders
+    it): ``work_item`` and, where they apply, who asked (``actor``), the ``verb``, the
+    comment, what came of it (``outcome``) and why (``reason``)."""
+
+    kind: str
+    work_item: str
+    actor: str = ""
+    verb: str = ""
+    comment_id: int | None = None
+    outcome: str = ""
+    reason: str = ""
+    pull_request: str = ""
+    #: A closure's cleanup: the checkouts it removed, and those it kept holding work.
+    checkouts_removed: int = 0
+    checkouts_kept: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "workItem": self.work_item,
+            "actor": self.actor,
+            "verb": self.verb,
+            "commentId": self.comment_id,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "pullRequest": self.pull_request,
+            "checkoutsRemoved": self.checkouts_removed,
+            "checkoutsKept": self.checkouts_kept,
+        }
 
 
 @dataclass
@@ -155,6 +195,9 @@ class CycleCounts:
     deferred: list[str] = field(default_factory=list[str])
     #: A stop was asked for and the cycle ended early, between two items.
     stopped: bool = False
+    #: What the cycle did, in the order it did it: one per command, refusal, delivery
+    #: and closure.
+    actions: list[Action] = field(default_factory=list[Action])
 
     def stop_requested(self, should_stop: Callable[[], bool]) -> bool:
         """Whether to end the cycle before the next item (and remember that it did)."""
@@ -173,4 +216,5 @@ class CycleCounts:
             "failed": list(self.failed),
             "deferred": list(self.deferred),
             "stopped": self.stopped,
+            "actions": [action.to_dict() for action in self.actions],
         }

@@ -14,6 +14,8 @@ from the_loop.intake.delivery import CUT_AT, HIDDEN_NOTE, clean_text, quoted, vi
 from the_loop.intake.people import AuthorizedUsers
 from the_loop.intake.ports import ItemFacts
 
+#: What ``routing.prompt`` replaces, in the order the pages name them.
+PLACEHOLDERS = ("{title}", "{url}", "{body}")
 DEFAULT_TEMPLATE = (
     "You are working on {url}: {title}\n\n"
     "The ticket says:\n{body}\n\n"

@@ -19,7 +19,7 @@ from the_loop.commands.common import (
     note,
     work_item_parent,
 )
-from the_loop.commands.render import Result
+from the_loop.commands.render import Result, terminal_relay
 from the_loop.commands.sessions.comments import comment_parent, with_keyword_comment
 from the_loop.commands.sessions.known import require_known
 from the_loop.commands.sessions.lifecycle_report import (
@@ -157,7 +157,7 @@ def run_start(args: argparse.Namespace) -> Result:
     context = load_context(args)
     stores = open_stores(context)
     session = stores.registry.find_by_work_item(ref)
-    dispatcher = open_dispatcher(context, stores)
+    dispatcher = open_dispatcher(context, stores, progress=terminal_relay())
     if session is None:
         from the_loop.commands.sessions.ticket import first_prompt  # only a spawn needs it
 
@@ -198,7 +198,7 @@ def _say_when_on_defaults(context: Context) -> None:
     """A spawn with no config file at all says so: every key has its default."""
     if context.config.source is None:
         note(
-            "no config file found: every key has its default (docs/cli/config.md); "
+            "no config file found: every key has its default (`the-loop docs config`); "
             "`the-loop init` writes a commented .the-loop/cli-config.yaml here"
         )
 
