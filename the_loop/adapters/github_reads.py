@@ -112,6 +112,18 @@ class ClientReads:
             )
         return self._listing(repository, path, params, keep=False, beyond="first")
 
+    def pull_requests(self, repository: str) -> ListingPage:
+        """The open pull requests, the most recently updated first: the first page only
+        (what changed since the last read is at its top), read conditionally."""
+        params: dict[str, str | int] = {
+            "state": "open",
+            "sort": "updated",
+            "direction": "desc",
+            "per_page": 100,
+        }
+        path = f"/repos/{repository}/pulls"
+        return self._listing(repository, path, params, keep=False, max_pages=1, beyond="first")
+
     def thread(self, ref: WorkItemRef) -> Sequence[Json]:
         """The item's comments, oldest first (past the page cap, the newest pages)."""
         path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"

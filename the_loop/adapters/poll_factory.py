@@ -8,10 +8,12 @@ import time
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from the_loop.adapters.actions import Actions, live_sessions
 from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
 from the_loop.adapters.github_reads import ClientReads, IntakeGitHub
+from the_loop.adapters.linking import LINKED, link_pull_request
 from the_loop.adapters.permissions import RepositoryPermissions
 from the_loop.adapters.stores import Stores
 from the_loop.adapters.watch_file import FileWatchCache
@@ -106,7 +108,13 @@ def intake_ports(
         checkpoint=checkpoint,
         should_stop=should_stop,
         permission=permission,
+        link=partial(_link, stores, warn),
     )
+
+
+def _link(stores: Stores, warn: Callable[[str], None], owner: WorkItemRef, pr: WorkItemRef) -> bool:
+    """The intake's ``link``: as ``sessions link-pr``; True when newly linked."""
+    return link_pull_request(stores, owner, pr, warn=warn) == LINKED
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def action_line(action: Item) -> str:
     if kind == "refused":
         return f"{ref}: {_refusal(action, who, verb, comment)}"
     if kind == "delivered":
-        return f"{ref}: delivered {comment} from {who} into the agent's pane"
+        return f"{ref}: delivered {_what(action)} from {who} into the agent's pane"
     if kind == "closed":
         by = f" by {who}" if action.get("actor") else ""
         return f"{ref}: {reason or 'closed'} on GitHub{by}: session ended, {_left(action)}"
@@ -82,6 +82,9 @@ def action_line(action: Item) -> str:
         return f"{ref}: gone from GitHub ({reason}): session ended, checkouts kept"
     if kind == "endpoint":
         return f"{ref}: linked {action.get('pullRequest')} {reason}: its endpoint ended"
+    if kind == "linked":
+        how = "its head branch" if reason == "branch" else "a closing keyword in its body"
+        return f"{ref}: linked pull request {action.get('pullRequest')} (by {how})"
     if kind == "reopened":
         return f"{ref}: open again on GitHub: the recorded {reason!r} state was cleared"
     return f"{ref}: {kind}"
@@ -116,6 +119,16 @@ def status_lines(last: object) -> list[str]:
     lines += [f"poll: {action_line(action)}" for action in report.get("actions", ())]
     lines += [f"poll: failed: {failure}" for failure in report.get("failed", ())]
     return lines
+
+
+def _what(action: Item) -> str:
+    """What a delivery pasted: a comment, a review, a check's failure."""
+    key = str(action.get("commentId"))
+    if key.startswith("review-"):
+        return f"review {key.removeprefix('review-')}"
+    if key.startswith("ci-"):
+        return f"the failure of check {action.get('verb') or key}"
+    return f"comment {key}"
 
 
 def _left(action: Item) -> str:

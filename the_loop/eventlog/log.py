@@ -62,6 +62,8 @@ EVENT_TYPES: dict[str, str] = {
     "errors, rate_remaining, duration_ms).",
     "poll.baselined": "An item seen for the first time had its existing comments recorded as seen "
     "(work_item, comments).",
+    "pr.linked": "The poller linked a pull request to the work item it delivers, by its head "
+    "branch or a closing keyword in its body (work_item, pull_request, by, author).",
     "poll.command": "An authorized keyword comment ran its control action (work_item, command, "
     "actor,"
     " comment_id, outcome).",

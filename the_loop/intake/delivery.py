@@ -50,7 +50,8 @@ HIDDEN_NOTE = (
 class Delivery:
     """One paste: the text, the buffer it goes through, and the mark set with it."""
 
-    comment_id: int
+    #: The comment's id, or the key of another paste (:data:`~the_loop.intake.ledger.DeliveryKey`).
+    comment_id: int | str
     text: str
     buffer_name: str
 

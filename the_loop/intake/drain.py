@@ -10,6 +10,7 @@ attempt among the pane's), the text while undelivered, ``at``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from the_loop.intake.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.ledger import (
     DeliveryEntry,
+    DeliveryKey,
     DeliveryLedger,
     DeliveryState,
     Resolution,
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from the_loop.intake.intake import Intake
 
 Row = dict[str, Any]
+#: The key of a paste that is not one comment: a kind, a dash, then safe characters.
+_OTHER_KEY = re.compile(r"(?:review|ci)-[A-Za-z0-9._-]{1,120}")
 _DONE = (DeliveryState.DELIVERED, DeliveryState.GIVEN_UP)
 
 
@@ -41,11 +45,21 @@ def ledger_of(rows: list[Row]) -> DeliveryLedger:
     for row in rows:
         try:
             state = DeliveryState(str(row.get("state")))
-            comment_id, attempts = int(str(row.get("id"))), int(row.get("attempts", 0))
-            entries.append(DeliveryEntry(comment_id, state, attempts, int(row.get("begun", 0))))
+            key, attempts = delivery_key(str(row.get("id"))), int(row.get("attempts", 0))
+            entries.append(DeliveryEntry(key, state, attempts, int(row.get("begun", 0))))
         except (TypeError, ValueError):
             continue
     return DeliveryLedger(tuple(entries))
+
+
+def delivery_key(text: str) -> DeliveryKey:
+    """A row's id as the ledger keys it: a comment's number, or another paste's key
+    (``review-<id>``, ``ci-…``); ``ValueError`` for anything else."""
+    if text.isdigit():
+        return int(text)
+    if _OTHER_KEY.fullmatch(text) is None:
+        raise ValueError(f"not a delivery key: {text!r}")
+    return text
 
 
 def store_ledger(polls: PollState, ref: WorkItemRef, ledger: DeliveryLedger, now: float) -> None:
@@ -99,7 +113,7 @@ class _Pane:
         if ledger.pending:
             mark = self.ports.pane_mark(self.target)
             self._settle(ledger, ledger.resolve(mark, max_retries=self._retries))
-        attempted: set[int] = set()
+        attempted: set[DeliveryKey] = set()
         while True:
             rows_now = self.polls.deliveries(self.ref)  # each attempt wrote the ledger
             ledger = ledger_of(rows_now)
@@ -121,7 +135,9 @@ class _Pane:
     def _retries(self) -> int:
         return self.settings.max_retries
 
-    def _attempt(self, ledger: DeliveryLedger, comment_id: int, text: str) -> DeliveryLedger:
+    def _attempt(
+        self, ledger: DeliveryLedger, comment_id: DeliveryKey, text: str
+    ) -> DeliveryLedger:
         """One attempt: pending → paste+mark → delivered (or back to waiting, or given up)."""
         ports, ref = self.ports, self.ref
         ports.checkpoint("before-pending")
@@ -207,19 +223,19 @@ class _Pane:
             self.ports.posted.remember_posted(posted)
 
 
-def _text(rows: list[Row], comment_id: int) -> str:
+def _text(rows: list[Row], comment_id: DeliveryKey) -> str:
     """The text its row keeps while undelivered (``""`` when there is none)."""
     texts = (str(r.get("text", "")) for r in rows if str(r.get("id")) == str(comment_id))
     return next(texts, "")
 
 
-def _author(rows: list[Row], comment_id: int) -> str:
+def _author(rows: list[Row], comment_id: DeliveryKey) -> str:
     """Who wrote the comment, as its row keeps it (``""`` for a row of an older release)."""
     authors = (str(r.get("by", "")) for r in rows if str(r.get("id")) == str(comment_id))
     return next(authors, "")
 
 
-def _attempts(ledger: DeliveryLedger, comment_id: int) -> int:
+def _attempts(ledger: DeliveryLedger, comment_id: DeliveryKey) -> int:
     entry = ledger.entry(comment_id)
     return entry.attempts if entry is not None else 0
 

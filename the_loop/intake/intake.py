@@ -10,6 +10,7 @@ closed items. It never knows whether a value came from a poll or a push.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -38,6 +39,7 @@ from the_loop.intake.ports import (
     ItemKnowledge,
     LiveSession,
 )
+from the_loop.intake.pulls import PullRequest, owners_of
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
 from the_loop.portable.control import ControlRecord
 from the_loop.portable.poll import DELIVERIES, Ledger
@@ -86,6 +88,36 @@ class Round:
     #: Where the reader's comment window starts (see :meth:`watch`).
     read_from: datetime | None = None
     first_seen: set[WorkItemRef] = field(default_factory=set[WorkItemRef])
+
+    def pulls(self, pulls: Sequence[PullRequest]) -> None:
+        """Link each pull request to the live work items it delivers (by its head branch,
+        or a closing keyword in its body), as ``sessions link-pr`` would; call it before
+        :meth:`watch`, so the round watches what was just linked."""
+        ports = self.intake.ports
+        if ports.link is None:
+            return
+        for pr in pulls:
+            linked = [p for s in self.sessions.values() for p in s.pull_requests]
+            for owner, how in owners_of(pr, self.sessions):
+                if pr.ref in linked or not pr.is_open or self.intake.stopping():
+                    continue
+                try:
+                    newly = ports.link(owner, pr.ref)
+                except TheLoopError as error:
+                    self.intake.counts.failed.append(f"{owner.ref}: linking {pr.ref.ref}: {error}")
+                    continue
+                if newly:
+                    self._linked(owner, pr, how)
+        self.sessions = self.intake.live_sessions(self.repository)
+        more = [p.number for s in self.sessions.values() for p in s.pull_requests]
+        self.keep = self.keep | {n for n in more}
+
+    def _linked(self, owner: WorkItemRef, pr: PullRequest, how: str) -> None:
+        action = Action("linked", owner.ref, pr.author, reason=how, pull_request=pr.ref.ref)
+        self.intake.counts.actions.append(action)
+        self.intake.ports.emit(
+            "pr.linked", work_item=owner.ref, pull_request=pr.ref.ref, by=how, author=pr.author
+        )
 
     def watch(
         self, *, listed: ListedNumbers | None, knowledge: ItemKnowledge, read_from: datetime | None

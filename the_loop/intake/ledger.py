@@ -17,6 +17,10 @@ from enum import StrEnum
 
 HOUR_SECONDS = 3600.0
 
+#: What an entry delivers: a comment, by its GitHub id, or another paste by a key of its
+#: own (``review-<id>``: a pull request's review; ``ci-…``: a check that failed).
+DeliveryKey = int | str
+
 
 class LedgerTransitionError(ValueError):
     """A transition the state machine forbids (a caller's bug)."""
@@ -45,10 +49,11 @@ class Why(StrEnum):
 
 @dataclass(frozen=True)
 class DeliveryEntry:
-    """One comment's entry; ``begun`` numbers its latest attempt among the pane's (0: never
-    begun, or written before attempts were numbered: then its place in the ledger says)."""
+    """One paste's entry (``comment_id``: a comment's id, or a :data:`DeliveryKey` of
+    another paste); ``begun`` numbers its latest attempt among the pane's (0: never begun,
+    or written before attempts were numbered: then its place in the ledger says)."""
 
-    comment_id: int
+    comment_id: DeliveryKey
     state: DeliveryState
     attempts: int = 0
     begun: int = 0
@@ -58,7 +63,7 @@ class DeliveryEntry:
 class Resolution:
     """What becomes of one ``pending`` entry after a restart or a failed paste."""
 
-    comment_id: int
+    comment_id: DeliveryKey
     verdict: Verdict
     why: Why
 
@@ -69,7 +74,7 @@ class DeliveryLedger:
 
     entries: tuple[DeliveryEntry, ...] = ()
 
-    def entry(self, comment_id: int) -> DeliveryEntry | None:
+    def entry(self, comment_id: DeliveryKey) -> DeliveryEntry | None:
         return next((e for e in self.entries if e.comment_id == comment_id), None)
 
     @property
@@ -86,11 +91,13 @@ class DeliveryLedger:
         return next((e for e in self.entries if e.state in waiting), None)
 
     @property
-    def held(self) -> tuple[int, ...]:
+    def held(self) -> tuple[DeliveryKey, ...]:
         """The held comment ids, in the order they were held (the order to deliver them)."""
         return tuple(e.comment_id for e in self.entries if e.state is DeliveryState.HELD)
 
-    def add(self, comment_id: int, state: DeliveryState = DeliveryState.WAITING) -> DeliveryLedger:
+    def add(
+        self, comment_id: DeliveryKey, state: DeliveryState = DeliveryState.WAITING
+    ) -> DeliveryLedger:
         """A new entry, ``waiting`` or ``held``; refused for a comment already here."""
         if state not in (DeliveryState.WAITING, DeliveryState.HELD):
             raise LedgerTransitionError(f"a new entry is waiting or held, not {state}")
@@ -98,7 +105,7 @@ class DeliveryLedger:
             raise LedgerTransitionError(f"comment {comment_id} is already in the ledger")
         return DeliveryLedger((*self.entries, DeliveryEntry(comment_id, state)))
 
-    def begin(self, comment_id: int, *, max_retries: int) -> DeliveryLedger:
+    def begin(self, comment_id: DeliveryKey, *, max_retries: int) -> DeliveryLedger:
         """Start an attempt: the entry becomes ``pending``, numbered the pane's latest.
 
         Refused while another entry is pending (resolve it first: the mark names only
@@ -117,7 +124,7 @@ class DeliveryLedger:
         begun = DeliveryEntry(comment_id, DeliveryState.PENDING, entry.attempts + 1, latest + 1)
         return DeliveryLedger(tuple(begun if e == entry else e for e in self.entries))
 
-    def delivered(self, comment_id: int) -> DeliveryLedger:
+    def delivered(self, comment_id: DeliveryKey) -> DeliveryLedger:
         """The paste and the mark are done: ``pending`` → ``delivered``."""
         return self._set(self._expect(comment_id, DeliveryState.PENDING), DeliveryState.DELIVERED)
 
@@ -130,7 +137,7 @@ class DeliveryLedger:
             )
         )
 
-    def paste_failed(self, comment_id: int, *, max_retries: int) -> Resolution:
+    def paste_failed(self, comment_id: DeliveryKey, *, max_retries: int) -> Resolution:
         """What follows a paste tmux refused (nothing reached the pane)."""
         entry = self._expect(comment_id, DeliveryState.PENDING)
         return _retry_or_give_up(entry, max_retries)
@@ -177,7 +184,7 @@ class DeliveryLedger:
         placed = sorted(enumerate(self.entries), key=lambda pair: (pair[1].begun, pair[0]))
         return [entry for _, entry in placed]
 
-    def _expect(self, comment_id: int, *states: DeliveryState) -> DeliveryEntry:
+    def _expect(self, comment_id: DeliveryKey, *states: DeliveryState) -> DeliveryEntry:
         entry = self.entry(comment_id)
         if entry is None or entry.state not in states:
             found = "absent" if entry is None else str(entry.state)

@@ -137,12 +137,25 @@ class IntakePorts:
     checkpoint: Callable[[str], None] = lambda _step: None
     should_stop: Callable[[], bool] = lambda: False
     permission: RepositoryPermission | None = None
+    #: ``link(owner, pr)``: link ``pr`` to ``owner``'s session as ``sessions link-pr``
+    #: does; True when it was not linked before (None: this reader links nothing).
+    link: Callable[[WorkItemRef, WorkItemRef], bool] | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was
 #: refused; a comment reached a pane; a closed, merged or gone item ended its session;
-#: a linked PR's endpoint ended; an item seen open again lost its closed state.
-ACTION_KINDS = ("command", "refused", "delivered", "closed", "gone", "endpoint", "reopened")
+#: a linked PR's endpoint ended; an item seen open again lost its closed state; a pull
+#: request was linked to the work item it delivers.
+ACTION_KINDS = (
+    "command",
+    "refused",
+    "delivered",
+    "closed",
+    "gone",
+    "endpoint",
+    "reopened",
+    "linked",
+)
 
 
 @dataclass(frozen=True)
@@ -155,7 +168,8 @@ class Action:
     work_item: str
     actor: str = ""
     verb: str = ""
-    comment_id: int | None = None
+    #: The comment's id, or the key of another paste (``review-<id>``, ``ci-…``).
+    comment_id: int | str | None = None
     outcome: str = ""
     reason: str = ""
     pull_request: str = ""

@@ -16,6 +16,7 @@ from the_loop.errors import TheLoopError
 from the_loop.intake.events import comments_from_json
 from the_loop.intake.intake import Intake, Round
 from the_loop.intake.ports import CycleCounts, Json
+from the_loop.intake.pulls import pulls_from_json
 from the_loop.polling.listing import PolledItems, cursor_stamp, iso, read_listing, window_start
 from the_loop.polling.reads import PollSettings, ReaderPorts
 from the_loop.ref import WorkItemRef
@@ -38,6 +39,7 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
     repository = WorkItemRef.parse(f"github:{name}#1")
     round_ = intake.round(repository)
     ports = intake.ports
+    _link_pulls(name, round_, reads, intake)
     items = read_listing(
         name,
         repository,
@@ -68,6 +70,17 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
     _deliver_and_close(name, round_, items, reads, intake)
     if newest is not None and newest != cursor:
         reads.cursors.set(name, newest)
+
+
+def _link_pulls(name: str, round_: Round, reads: ReaderPorts, intake: Intake) -> None:
+    """The open pull requests, read only while a session here could own one (an unchanged
+    listing is a 304, and nothing to link)."""
+    if not round_.sessions or intake.ports.link is None:
+        return
+    page = reads.github.pull_requests(name)
+    if not page.not_modified:
+        found = pulls_from_json(page.entries, repository=round_.repository, warn=intake.ports.warn)
+        round_.pulls(found)
 
 
 def _feed_comments(

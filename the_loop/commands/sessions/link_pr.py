@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from the_loop.adapters.linking import link_pull_request
 from the_loop.commands.common import (
     format_parent,
     load_context,
@@ -19,13 +19,12 @@ from the_loop.commands.common import (
     work_item_type,
 )
 from the_loop.commands.render import Result
-from the_loop.commands.stores import Stores, open_stores
-from the_loop.errors import TheLoopError, UsageError, describe_error
+from the_loop.commands.stores import open_stores
+from the_loop.errors import UsageError
 from the_loop.ref import WorkItemRef
-from the_loop.sessions.session import Session
 
 if TYPE_CHECKING:
-    from the_loop.repofile.file import WorkItemStateFile
+    pass
 
 _NUMBER = re.compile(r"#?([0-9]+)\Z")
 
@@ -72,57 +71,7 @@ def run_link_pr(args: argparse.Namespace) -> Result:
     if pr == owner:
         raise UsageError(f"{pr.ref} cannot be linked to itself")
     stores = open_stores(load_context(args))
-    before = stores.registry.find_by_work_item(owner, include_closed=True)
-    if before is None:
-        raise _no_record(owner)
-    state_file = _state_file_of(before)
-    if state_file is not None:
-        state_file.load()  # unreadable: fails here, with nothing written
-    _link_everywhere(stores, owner, pr, state_file)
-    outcome = "already linked" if before.owns(pr) else "linked"
+    outcome = link_pull_request(stores, owner, pr, warn=warn)
     line = f"{owner.ref}: {outcome} pull request {pr.ref}"
     item = {"ref": owner.ref, "outcome": outcome, "pullRequest": pr.ref}
     return Result(items=(item,), text=lambda: (line,))
-
-
-def _no_record(owner: WorkItemRef) -> TheLoopError:
-    return TheLoopError(
-        f"{owner.ref} has no session record on this machine; start or register one first"
-    )
-
-
-def _link_everywhere(
-    stores: Stores, owner: WorkItemRef, pr: WorkItemRef, state_file: WorkItemStateFile | None
-) -> None:
-    """Registry, then portable ledger, then state file; a failure names what was applied."""
-    from the_loop.portable.poll import PollState
-
-    applied: list[str] = []
-    step = "the session record"
-    try:
-        if stores.registry.link_pull_request(owner, pr) is None:
-            raise _no_record(owner)
-        applied.append(step)
-        step = "the portable record"
-        PollState(stores.store, registry=stores.registry).own(pr, owner)
-        applied.append(step)
-        if state_file is not None:
-            step = f"the work item state file {state_file.path}"
-            state_file.link_pr(pr)
-    except (TheLoopError, OSError, ValueError) as error:
-        if not applied:
-            raise
-        raise TheLoopError(
-            f"{owner.ref}: linked pull request {pr.ref} in {' and '.join(applied)} only; "
-            f"not in {step}: {describe_error(error)}"
-        ) from error
-
-
-def _state_file_of(record: Session) -> WorkItemStateFile | None:
-    """The work-item state file in the record's checkout, when the checkout has one."""
-    if not record.cwd:
-        return None
-    from the_loop.repofile.file import WorkItemStateFile
-
-    state_file = WorkItemStateFile(Path(record.cwd), record.work_item, on_warning=warn)
-    return state_file if state_file.exists() else None
