@@ -23,6 +23,7 @@ from the_loop.intake.delivery import Delivery
 from the_loop.intake.intake import Intake
 from the_loop.intake.ledger import (
     DeliveryEntry,
+    DeliveryKey,
     DeliveryLedger,
     DeliveryState,
     LedgerTransitionError,
@@ -135,7 +136,7 @@ def test_a_pending_entry_is_judged_by_when_its_attempt_began_not_by_its_place() 
 def test_whatever_crashes_the_pane_receives_its_comments_in_thread_order_at_most_once(
     ids: list[int], crashes: list[int], max_retries: int
 ) -> None:
-    ledger, mark, pasted = DeliveryLedger(), None, list[int]()
+    ledger, mark, pasted = DeliveryLedger(), None, list[DeliveryKey]()
     for comment_id in ids:
         ledger = ledger.add(comment_id)
     crash_points = iter(crashes)

@@ -47,6 +47,9 @@ class RefusingReads:
     def comments_since(self, repository: str, since: str | None) -> ListingPage:
         raise AssertionError("not read")
 
+    def pull_requests(self, repository: str) -> ListingPage:
+        raise AssertionError("not read")
+
     def item(self, ref: WorkItemRef) -> Json:
         raise self.error
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from the_loop.intake.ledger import (
     HOUR_SECONDS,
     DeliveryEntry,
+    DeliveryKey,
     DeliveryLedger,
     DeliveryState,
     LedgerTransitionError,
@@ -151,7 +152,7 @@ def test_applying_resolutions_writes_delivered_waiting_or_given_up() -> None:
 def test_a_poller_crashing_anywhere_never_pastes_twice_and_loses_nothing_silently(
     ids: list[int], crashes: list[int], max_retries: int
 ) -> None:
-    ledger, mark, pastes = ledger_of(*ids), None, Counter[int]()
+    ledger, mark, pastes = ledger_of(*ids), None, Counter[DeliveryKey]()
     crash_points = iter(crashes)
     while waiting := [e for e in ledger.entries if e.state is DeliveryState.WAITING]:
         comment_id = waiting[0].comment_id
