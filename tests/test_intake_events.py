@@ -35,6 +35,7 @@ def test_a_merged_pull_request_reads_the_same_from_the_issue_and_the_pull_object
         url="https://github.com/octo/app/pull/16",
         body="Closes #15",
         labels=frozenset({"the-loop"}),
+        is_pull=True,
     )
     assert issue_from_json(as_issue, PR) == expected
     assert issue_from_json(as_pull, PR) == expected

@@ -51,8 +51,9 @@ def test_the_agents_branch_links_its_pull_request_once_with_an_event_and_a_line(
 
     before = len(github.requests)
     code, out, _ = world.run_cli(["poll", "--once", "--format", "json"])
-    pulls_reads = [r for r in github.requests[before:] if r.path == f"/repos/{REPO}/pulls"]
-    assert [r.status for r in pulls_reads] == [304], "an idle cycle reads the listing as a 304"
+    idle = github.requests[before:]
+    assert [r.path for r in idle if r.path == f"/repos/{REPO}/pulls"] == [], "idle: not asked"
+    assert {r.status for r in idle} == {304}, [(r.path, r.status) for r in idle]
     assert json.loads(out)["items"] == [] and len(world.events_named("pr.linked")) == 1
 
 

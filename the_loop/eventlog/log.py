@@ -62,6 +62,10 @@ EVENT_TYPES: dict[str, str] = {
     "errors, rate_remaining, duration_ms).",
     "poll.baselined": "An item seen for the first time had its existing comments recorded as seen "
     "(work_item, comments).",
+    "poll.review_delivered": "A pull request's review reached the pane of the session that "
+    "owns it, as one paste (work_item, key: review-<id>, attempt).",
+    "poll.ci_failure_delivered": "A check that failed on a pull request's head reached the "
+    "pane of the session that owns it (work_item, key: ci-..., attempt).",
     "pr.linked": "The poller linked a pull request to the work item it delivers, by its head "
     "branch or a closing keyword in its body (work_item, pull_request, by, author).",
     "poll.command": "An authorized keyword comment ran its control action (work_item, command, "

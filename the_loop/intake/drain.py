@@ -158,11 +158,19 @@ class _Pane:
         ports.checkpoint("after-mark")
         done = begun.delivered(comment_id)
         store_ledger(self.polls, ref, done, ports.clock())
-        ports.emit(
-            "poll.comment_delivered", work_item=ref.ref, comment_id=comment_id, attempt=attempt
-        )
+        self._emit_delivered(comment_id, attempt)
         ports.checkpoint("after-delivered")
         return done
+
+    def _emit_delivered(self, key: DeliveryKey, attempt: int) -> None:
+        """The event of a paste that reached the pane: a comment's, a review's, a check's."""
+        emit, ref = self.ports.emit, self.ref.ref
+        if isinstance(key, int):
+            emit("poll.comment_delivered", work_item=ref, comment_id=key, attempt=attempt)
+        elif key.startswith("review-"):
+            emit("poll.review_delivered", work_item=ref, key=key, attempt=attempt)
+        else:
+            emit("poll.ci_failure_delivered", work_item=ref, key=key, attempt=attempt)
 
     def _settle(
         self, ledger: DeliveryLedger, resolutions: tuple[Resolution, ...]

@@ -85,6 +85,8 @@ class Issue:
     #: Why GitHub no longer has the item (deleted or transferred), as a sentence; ``""``
     #: while it does. A gone item is not open.
     gone: str = ""
+    #: A pull request (its issue object carries ``pull_request``, or it is one).
+    is_pull: bool = False
 
 
 def issue_from_json(data: Mapping[str, Any], ref: WorkItemRef) -> Issue:
@@ -114,6 +116,7 @@ def issue_from_json(data: Mapping[str, Any], ref: WorkItemRef) -> Issue:
         body=_text(data, "body"),
         labels=names,
         author=_text(_object(data, "user"), "login"),
+        is_pull=any(key in data for key in ("pull_request", "head", "merged_at")),
     )
 
 

@@ -89,13 +89,15 @@ class Round:
     read_from: datetime | None = None
     first_seen: set[WorkItemRef] = field(default_factory=set[WorkItemRef])
 
-    def pulls(self, pulls: Sequence[PullRequest]) -> None:
+    def pulls(self, pulls: Sequence[PullRequest]) -> list[WorkItemRef]:
         """Link each pull request to the live work items it delivers (by its head branch,
         or a closing keyword in its body), as ``sessions link-pr`` would; call it before
-        :meth:`watch`, so the round watches what was just linked."""
+        :meth:`watch`, so the round watches what was just linked. The pull requests it
+        linked, in order."""
         ports = self.intake.ports
+        done: list[WorkItemRef] = []
         if ports.link is None:
-            return
+            return done
         for pr in pulls:
             linked = [p for s in self.sessions.values() for p in s.pull_requests]
             for owner, how in owners_of(pr, self.sessions):
@@ -108,9 +110,11 @@ class Round:
                     continue
                 if newly:
                     self._linked(owner, pr, how)
+                    done.append(pr.ref)
         self.sessions = self.intake.live_sessions(self.repository)
         more = [p.number for s in self.sessions.values() for p in s.pull_requests]
         self.keep = self.keep | {n for n in more}
+        return done
 
     def _linked(self, owner: WorkItemRef, pr: PullRequest, how: str) -> None:
         action = Action("linked", owner.ref, pr.author, reason=how, pull_request=pr.ref.ref)

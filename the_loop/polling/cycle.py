@@ -39,7 +39,6 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
     repository = WorkItemRef.parse(f"github:{name}#1")
     round_ = intake.round(repository)
     ports = intake.ports
-    _link_pulls(name, round_, reads, intake)
     items = read_listing(
         name,
         repository,
@@ -50,6 +49,7 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
         now=ports.clock(),
         warn=ports.warn,
     )
+    _link_pulls(name, round_, items, reads, intake)
     cursor = reads.cursors.get(name)
     read_from = None if cursor is None else window_start(cursor)  # no time: no cursor
     round_.watch(listed=items.listing.labelled(repository), knowledge=items, read_from=read_from)
@@ -72,15 +72,22 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
         reads.cursors.set(name, newest)
 
 
-def _link_pulls(name: str, round_: Round, reads: ReaderPorts, intake: Intake) -> None:
-    """The open pull requests, read only while a session here could own one (an unchanged
-    listing is a 304, and nothing to link)."""
+def _link_pulls(
+    name: str, round_: Round, items: PolledItems, reads: ReaderPorts, intake: Intake
+) -> None:
+    """The open pull requests, read only in a cycle that saw one change (opened, pushed
+    to, edited) while a session here could own it: an idle cycle asks nothing."""
     if not round_.sessions or intake.ports.link is None:
+        return
+    if not any(issue.is_pull and issue.is_open for issue in items.changed.values()):
         return
     page = reads.github.pull_requests(name)
     if not page.not_modified:
         found = pulls_from_json(page.entries, repository=round_.repository, warn=intake.ports.warn)
-        round_.pulls(found)
+        linked = {pr.number for pr in round_.pulls(found)}
+        for data in page.entries:
+            if data.get("number") in linked:
+                items.remember(data)  # kept from now on: its state is known, not asked
 
 
 def _feed_comments(

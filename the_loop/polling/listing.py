@@ -78,6 +78,16 @@ class PolledItems:
             self.listing = with_item(self.listing, change)
         return issue_from_json(data, ref)
 
+    def remember(self, data: Json) -> None:
+        """Keep the item ``data`` describes in the listing (one a round just began to
+        keep, such as a pull request it linked); an entry it cannot read is left out."""
+        try:
+            self.listing = with_item(
+                self.listing, change_from_json(data, repository=self.repository)
+            )
+        except ValueError:
+            return
+
     def save(self, cache: WatchCache, name: str, keep: frozenset[int]) -> None:
         """Write the listing (and so its cursor) only when this cycle changed it."""
         if self.listing is not self.stored:

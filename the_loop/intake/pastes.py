@@ -1,0 +1,73 @@
+"""Pastes that are not one comment: a pull request's review, a check that failed.
+
+Each has a key of its own (``review-<id>``, ``ci-…``: a
+:data:`~the_loop.intake.ledger.DeliveryKey`) and goes into the delivery rows of the
+work item whose session owns it, after the comments already waiting there, through
+the same ``pending`` → paste and mark → ``delivered`` steps (:mod:`drain`). A key is
+queued at most once: a row of it, or its place among the ``seenPastes`` of the owner's
+ledger (what was settled without a paste, such as what first sight found), says it
+is known.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from the_loop.intake.ports import IntakePorts
+from the_loop.portable.poll import DELIVERIES, Ledger
+from the_loop.ref import WorkItemRef
+
+#: The owner ledger's list of paste keys settled without a paste.
+SEEN_PASTES = "seenPastes"
+
+
+def known_pastes(ports: IntakePorts, owner: WorkItemRef) -> frozenset[str]:
+    """Every paste key the owner's ledger holds: a row, or settled without one."""
+    rows = {str(row.get("id")) for row in ports.ledger.deliveries(owner)}
+    seen = ports.ledger.store.section(owner, "poll")
+    return frozenset(rows | set(_settled(seen if isinstance(seen, dict) else {})))
+
+
+def queue_paste(
+    ports: IntakePorts, owner: WorkItemRef, key: str, text: str, *, by: str, held: bool
+) -> bool:
+    """Add ``key``'s row (``held`` while the session is paused, else ``waiting``) to the
+    owner's deliveries; False, and nothing written, when the key is already known."""
+    queued: list[bool] = []
+    row: dict[str, Any] = {
+        "id": key,
+        "state": "held" if held else "waiting",
+        "attempts": 0,
+        "by": by,
+        "text": text,
+    }
+
+    def change(ledger: Ledger) -> None:
+        rows = ledger.get(DELIVERIES)
+        present = cast(list[Any], rows) if isinstance(rows, list) else []
+        ids = {str(cast(dict[str, Any], r).get("id")) for r in present if isinstance(r, dict)}
+        if key in ids or key in _settled(ledger):
+            return
+        ledger[DELIVERIES] = [*present, row]
+        queued.append(True)
+
+    ports.ledger.change(owner, change)
+    return bool(queued)
+
+
+def settle_pastes(ports: IntakePorts, owner: WorkItemRef, keys: list[str]) -> None:
+    """Record ``keys`` as known without a paste (first sight's baseline, an outdated
+    comment): they are never queued after."""
+    if not keys:
+        return
+
+    def change(ledger: Ledger) -> None:
+        present = _settled(ledger)
+        ledger[SEEN_PASTES] = present + [k for k in keys if k not in present]
+
+    ports.ledger.change(owner, change)
+
+
+def _settled(ledger: Ledger) -> list[str]:
+    settled = ledger.get(SEEN_PASTES)
+    return [str(k) for k in cast(list[Any], settled)] if isinstance(settled, list) else []
