@@ -50,6 +50,15 @@ class RefusingReads:
     def pull_requests(self, repository: str) -> ListingPage:
         raise AssertionError("not read")
 
+    def review_comments_since(self, repository: str, since: str) -> ListingPage:
+        raise AssertionError("not read")
+
+    def reviews(self, repository: str, number: int) -> ListingPage:
+        raise AssertionError("not read")
+
+    def review_comment(self, repository: str, comment_id: int) -> Json:
+        raise AssertionError("not read")
+
     def item(self, ref: WorkItemRef) -> Json:
         raise self.error
 

@@ -124,6 +124,37 @@ class ClientReads:
         path = f"/repos/{repository}/pulls"
         return self._listing(repository, path, params, keep=False, max_pages=1, beyond="first")
 
+    def review_comments_since(self, repository: str, since: str) -> ListingPage:
+        """The inline review comments updated at or after ``since``, oldest first (past
+        the page cap, the oldest: the next read goes on from them)."""
+        params: dict[str, str | int] = {
+            "since": since,
+            "sort": "updated",
+            "direction": "asc",
+            "per_page": 100,
+        }
+        path = f"/repos/{repository}/pulls/comments"
+        return self._listing(repository, path, params, keep=False, beyond="first")
+
+    def reviews(self, repository: str, number: int) -> ListingPage:
+        """Every review of pull request ``number``, oldest first, read conditionally."""
+        path = f"/repos/{repository}/pulls/{number}/reviews"
+        return self._listing(repository, path, {"per_page": 100}, keep=False, beyond="last")
+
+    def review_comment(self, repository: str, comment_id: int) -> Json:
+        """One inline review comment; a refusal for anything that is not an object."""
+        path = f"/repos/{repository}/pulls/comments/{comment_id}"
+        try:
+            answer = self.client.get(path, keep_body=True)
+            data = answer.json()
+            if not isinstance(data, dict):
+                raise answer.malformed(f"something that is not a review comment for {path}")
+        except GitHubHTTPError as error:
+            self.refusals.append(Refusal(repository, error))
+            raise
+        self._rate(answer.rate)
+        return cast(dict[str, Any], data)
+
     def thread(self, ref: WorkItemRef) -> Sequence[Json]:
         """The item's comments, oldest first (past the page cap, the newest pages)."""
         path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"

@@ -66,6 +66,9 @@ EVENT_TYPES: dict[str, str] = {
     "owns it, as one paste (work_item, key: review-<id>, attempt).",
     "poll.ci_failure_delivered": "A check that failed on a pull request's head reached the "
     "pane of the session that owns it (work_item, key: ci-..., attempt).",
+    "poll.review_settled": "A pull request's review was settled without a paste: history, "
+    "the-loop's own, a bot's, a stranger's, a command's or all outdated (work_item, "
+    "pull_request, review_id, login, reason).",
     "pr.linked": "The poller linked a pull request to the work item it delivers, by its head "
     "branch or a closing keyword in its body (work_item, pull_request, by, author).",
     "poll.command": "An authorized keyword comment ran its control action (work_item, command, "

@@ -10,7 +10,7 @@ closed items. It never knows whether a value came from a poll or a push.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -40,6 +40,8 @@ from the_loop.intake.ports import (
     LiveSession,
 )
 from the_loop.intake.pulls import PullRequest, owners_of
+from the_loop.intake.review_round import take_reviews
+from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
 from the_loop.portable.control import ControlRecord
 from the_loop.portable.poll import DELIVERIES, Ledger
@@ -116,6 +118,20 @@ class Round:
         self.keep = self.keep | {n for n in more}
         return done
 
+    def reviews(
+        self,
+        reviews: Sequence[Review],
+        comments: Sequence[ReviewComment],
+        *,
+        read_from: datetime | None,
+        thread_heads: Mapping[int, ReviewComment] | None = None,
+    ) -> None:
+        """The submitted reviews of the live sessions' pull requests and their inline
+        comments: each settled, a command, or one paste (see
+        :mod:`~the_loop.intake.review_round`); ``read_from`` is where the reader's window
+        of reviews starts (None: all is history). Call it before :meth:`deliver`."""
+        take_reviews(self, reviews, comments, read_from=read_from, thread_heads=thread_heads or {})
+
     def _linked(self, owner: WorkItemRef, pr: PullRequest, how: str) -> None:
         action = Action("linked", owner.ref, pr.author, reason=how, pull_request=pr.ref.ref)
         self.intake.counts.actions.append(action)
@@ -187,12 +203,13 @@ class Round:
             if watched and decision.reason.value not in ("already-seen", "edited"):
                 ledger.resolve_comment(ref, str(comment.id))
 
-    def command(self, comment: IssueComment, verb: str) -> None:
-        """Ledger entry and control record in one write, then the action (at most once)."""
+    def command(self, comment: IssueComment, verb: str, *, key: str = "") -> None:
+        """Ledger entry and control record in one write, then the action (at most once);
+        ``key`` names a command that is not a comment (``review-<id>``)."""
         ports, counts = self.intake.ports, self.intake.counts
         ref = comment.work_item
         record = ControlRecord(ref.ref, verb, "comment", comment.login, _iso(comment.created_at))
-        if not ports.ledger.record_command(ref, str(comment.id), record.to_dict()):
+        if not ports.ledger.record_command(ref, key or str(comment.id), record.to_dict()):
             return
         counts.commands += 1
         facts = self._facts(ref)  # a failed read fails the repository's round, as a read does

@@ -11,6 +11,7 @@ is known.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from the_loop.intake.ports import IntakePorts
@@ -29,12 +30,21 @@ def known_pastes(ports: IntakePorts, owner: WorkItemRef) -> frozenset[str]:
 
 
 def queue_paste(
-    ports: IntakePorts, owner: WorkItemRef, key: str, text: str, *, by: str, held: bool
+    ports: IntakePorts,
+    owner: WorkItemRef,
+    key: str,
+    text: str,
+    *,
+    by: str,
+    held: bool,
+    extra: Mapping[str, Any] | None = None,
 ) -> bool:
-    """Add ``key``'s row (``held`` while the session is paused, else ``waiting``) to the
-    owner's deliveries; False, and nothing written, when the key is already known."""
+    """Add ``key``'s row (``held`` while the session is paused, else ``waiting``; with
+    ``extra``'s members, such as the inline comments a review holds) to the owner's
+    deliveries; False, and nothing written, when the key is already known."""
     queued: list[bool] = []
     row: dict[str, Any] = {
+        **(extra or {}),
         "id": key,
         "state": "held" if held else "waiting",
         "attempts": 0,

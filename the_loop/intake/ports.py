@@ -203,6 +203,8 @@ class CycleCounts:
     seen: int = 0
     baselined: int = 0
     closed: int = 0
+    #: Reviews queued as one paste each (a paste reached the pane is also ``delivered``).
+    reviews: int = 0
     failed: list[str] = field(default_factory=list[str])
     #: Repositories whose comments were read but not handled (below the rate reserve):
     #: the reader must not keep this cycle's ETags, or the next read would be a 304.
@@ -227,6 +229,7 @@ class CycleCounts:
             "seen": self.seen,
             "baselined": self.baselined,
             "closed": self.closed,
+            "reviews": self.reviews,
             "failed": list(self.failed),
             "deferred": list(self.deferred),
             "stopped": self.stopped,

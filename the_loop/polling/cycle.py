@@ -19,6 +19,7 @@ from the_loop.intake.ports import CycleCounts, Json
 from the_loop.intake.pulls import pulls_from_json
 from the_loop.polling.listing import PolledItems, cursor_stamp, iso, read_listing, window_start
 from the_loop.polling.reads import PollSettings, ReaderPorts
+from the_loop.polling.review_reads import read_reviews, reviews_cursor_key
 from the_loop.ref import WorkItemRef
 
 
@@ -67,9 +68,14 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
             # No comment at all yet: start from the listing's GitHub time, so the first
             # comment is read as new, not as history at first sight.
             newest = items.listing.cursor
+    reviewed = None
+    if not intake.stopping():
+        reviewed = read_reviews(name, round_, items, reads, intake, comments_from=read_from)
     _deliver_and_close(name, round_, items, reads, intake)
     if newest is not None and newest != cursor:
         reads.cursors.set(name, newest)
+    if reviewed is not None and not intake.counts.stopped:
+        reads.cursors.set(reviews_cursor_key(name), reviewed)
 
 
 def _link_pulls(

@@ -72,6 +72,19 @@ class GitHubReads(Protocol):
         conditionally (an unchanged listing is a 304 with no entries)."""
         ...
 
+    def review_comments_since(self, repository: str, since: str) -> ListingPage:
+        """Every inline review comment of the repository updated at or after ``since``,
+        oldest first; past a cap, the oldest."""
+        ...
+
+    def reviews(self, repository: str, number: int) -> ListingPage:
+        """The reviews of pull request ``number``, oldest first, read conditionally."""
+        ...
+
+    def review_comment(self, repository: str, comment_id: int) -> Json:
+        """One inline review comment (a thread's first, for a reply)."""
+        ...
+
     def item(self, ref: WorkItemRef) -> Json: ...
 
     def rate_low(self) -> bool: ...

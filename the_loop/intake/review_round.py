@@ -1,0 +1,141 @@
+"""What a round does with a pull request's reviews: one paste each, or settled.
+
+A review is taken when the pull request is a live session's (linked to its work item,
+or the work item itself). Reviews submitted before the reader's window are history:
+settled, never pasted (first sight baselines what exists). Then the comment rules:
+the-loop's own words and unlisted bots are settled; a keyword body commands as a
+comment's would; a stranger's review is settled unless ``polling.deliverFrom`` is
+``anyone`` (then framed as untrusted); a review whose every inline comment is
+outdated and that says nothing else is settled. The rest is queued, once, as one row
+of the owner's deliveries (held while the session is paused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from the_loop.intake.comments import SessionState
+from the_loop.intake.events import IssueComment
+from the_loop.intake.pastes import known_pastes, queue_paste, settle_pastes
+from the_loop.intake.people import is_bot
+from the_loop.intake.ports import Action
+from the_loop.intake.reviews import Review, ReviewComment, review_paste
+from the_loop.ref import WorkItemRef
+
+if TYPE_CHECKING:
+    from the_loop.intake.intake import Round
+
+
+def pull_request_owners(round_: Round) -> dict[WorkItemRef, WorkItemRef]:
+    """Each pull request a live session takes reviews for, and that session's work item."""
+    owners: dict[WorkItemRef, WorkItemRef] = {}
+    for ref, session in round_.sessions.items():
+        owners[ref] = ref
+        for pr in session.pull_requests:
+            owners.setdefault(pr, ref)
+    return owners
+
+
+def take_reviews(
+    round_: Round,
+    reviews: Sequence[Review],
+    comments: Sequence[ReviewComment],
+    *,
+    read_from: datetime | None,
+    thread_heads: Mapping[int, ReviewComment],
+) -> None:
+    """Each submitted review of a watched pull request, oldest first: settled, a
+    command, or queued as one paste into the owner's session."""
+    owners = pull_request_owners(round_)
+    by_review: dict[int, list[ReviewComment]] = {}
+    for comment in sorted(comments, key=lambda c: (c.created_at, c.id)):
+        by_review.setdefault(comment.review_id, []).append(comment)
+    heads = {**{c.id: c for c in comments if c.in_reply_to is None}, **thread_heads}
+    ordered = sorted(
+        (r for r in reviews if r.submitted), key=lambda r: (r.submitted_at or datetime.min, r.id)
+    )
+    for review in ordered:
+        if round_.intake.stopping():
+            return
+        owner = owners.get(review.pull_request)
+        if owner is None or owner not in round_.sessions:
+            continue
+        _take(round_, review, owner, by_review.get(review.id, []), read_from, heads)
+
+
+def _take(
+    round_: Round,
+    review: Review,
+    owner: WorkItemRef,
+    inline: list[ReviewComment],
+    read_from: datetime | None,
+    heads: Mapping[int, ReviewComment],
+) -> None:
+    intake = round_.intake
+    ports, policy = intake.ports, intake.settings.policy
+    if review.key in known_pastes(ports, owner):
+        return
+    if read_from is None or review.submitted_at is None or review.submitted_at < read_from:
+        _settle(round_, review, owner, "history")
+        return
+    permitted = policy.authorized.permits(review.login)
+    if review.carries_marker or (is_bot(review.login, review.user_type) and not permitted):
+        _settle(round_, review, owner, "own" if review.carries_marker else "bot")
+        return
+    scan = policy.grammar.scan(review.body)
+    if scan.is_keyword:
+        _keyword(round_, review, owner, scan.verb if not scan.ambiguous else None, permitted)
+        return
+    if not permitted and policy.deliver_from != "anyone":
+        _settle(round_, review, owner, "unauthorized")
+        return
+    paste = review_paste(review, inline, trusted=permitted, thread_heads=heads)
+    if paste.outdated and not paste.comment_ids and not review.body.strip():
+        _settle(round_, review, owner, "outdated")
+        return
+    held = round_.sessions[owner].state is SessionState.PAUSED
+    extra = {"comments": list(paste.comment_ids), "pullRequest": review.pull_request.ref}
+    if queue_paste(ports, owner, review.key, paste.text, by=review.login, held=held, extra=extra):
+        intake.counts.reviews += 1
+
+
+def _keyword(
+    round_: Round, review: Review, owner: WorkItemRef, verb: str | None, permitted: bool
+) -> None:
+    """A keyword review body commands the owner as a comment would (at most once)."""
+    intake = round_.intake
+    if verb is None or not permitted:
+        reason = "ambiguous" if permitted else "not-authorized"
+        refused = Action("refused", owner.ref, review.login, verb or "", review.key, reason=reason)
+        intake.counts.actions.append(refused)
+        _settle(round_, review, owner, reason)
+        return
+    as_comment = IssueComment(
+        id=review.id,
+        work_item=owner,
+        login=review.login,
+        user_type=review.user_type,
+        body=review.body,
+        html_url=review.html_url,
+        created_at=review.submitted_at or datetime.min,
+        updated_at=review.submitted_at or datetime.min,
+    )
+    settle_pastes(intake.ports, owner, [review.key])
+    if round_.may_command(as_comment):
+        round_.command(as_comment, verb, key=review.key)
+
+
+def _settle(round_: Round, review: Review, owner: WorkItemRef, reason: str) -> None:
+    ports = round_.intake.ports
+    settle_pastes(ports, owner, [review.key])
+    round_.intake.counts.settled += 1
+    ports.emit(
+        "poll.review_settled",
+        work_item=owner.ref,
+        pull_request=review.pull_request.ref,
+        review_id=review.id,
+        login=review.login,
+        reason=reason,
+    )
