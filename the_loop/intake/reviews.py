@@ -234,7 +234,9 @@ def _inline(
     if head is not None and head.id != comment.id:
         who = clean_text(head.login).replace("\n", "")
         first, hidden = visible_text(head.body)
+        author = clean_text(comment.login).replace("\n", "")
         lines += [f"[the-loop] In reply to @{who}:", *_quoted_cut(first)]
+        lines.append(f"[the-loop] @{author} replies:")
     body, hid = visible_text(comment.body)
     lines += _quoted_cut(body)
     link = clean_text(comment.html_url).replace("\n", "")
