@@ -66,7 +66,7 @@ def poll_once(config: Path) -> dict[str, Any]:
         code = cli_main(["--config", str(config), "poll", "--once", "--format", "json"])
     if code != 0:
         raise SystemExit(f"bench: poll --once exited {code}")
-    return json.loads(out.getvalue())["items"][0]
+    return json.loads(out.getvalue())["summary"]
 
 
 def portable_files(home: Path) -> dict[str, tuple[int, int]]:
@@ -102,18 +102,94 @@ def one_new_comment(count: int = 50) -> dict[str, Any]:
         return poll_once(config)
 
 
+#: The pull-request bench: watched pull requests, and the work items with a live
+#: session here, each linked to one of them.
+PULLS, LIVE = 50, 10
+
+
+@contextlib.contextmanager
+def fake_with_pulls() -> Iterator[FakeGitHub]:
+    with serve(FakeGitHub(tokens={TOKEN: "bench"})) as fake:
+        for number in range(1, PULLS + 1):
+            fake.add_pull(
+                REPO, number, title=f"pull {number}", head=f"feature-{number}", login="bot"
+            )
+            fake.set_labels(REPO, number, ("the-loop",))
+            fake.advance(ITEM_SPACING_SECONDS)
+        for number in range(101, 101 + LIVE):
+            fake.add_issue(REPO, number, title=f"item {number}", labels=("the-loop",))
+            fake.advance(ITEM_SPACING_SECONDS)
+        yield fake
+
+
+def cli(config: Path, *argv: str) -> None:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = cli_main(["--config", str(config), *argv])
+    if code != 0:
+        raise SystemExit(f"bench: {' '.join(argv)} exited {code}")
+
+
+def pulls() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The idle cycle and the cycle one review of 20 inline comments arrives in, with
+    :data:`PULLS` watched pull requests of which :data:`LIVE` belong to live sessions."""
+    with tempfile.TemporaryDirectory() as tmp, fake_with_pulls() as fake:
+        home = Path(tmp)
+        config = write_config(home, fake)
+        for offset in range(LIVE):
+            item = f"github:{REPO}#{101 + offset}"
+            cli(
+                config,
+                "sessions",
+                "register",
+                "--work-item",
+                item,
+                "--harness",
+                "command",
+                "--harness-session-id",
+                f"bench-{offset}",
+                "--cwd",
+                str(home),
+            )
+            cli(
+                config,
+                "sessions",
+                "link-pr",
+                "--work-item",
+                item,
+                "--pull-request",
+                str(1 + offset),
+            )
+        poll_once(config)
+        poll_once(config)
+        fake.advance(600)
+        poll_once(config)
+        idle_report = poll_once(config)
+        fake.advance(60)
+        comments = [
+            {"path": f"src/m{n}.py", "line": n + 1, "body": f"nit {n}", "diff_hunk": "@@ -1 +1 @@"}
+            for n in range(20)
+        ]
+        fake.add_review(REPO, 5, login="alice", state="CHANGES_REQUESTED", comments=comments)
+        return idle_report, poll_once(config)
+
+
 def rows(runs: int = 5) -> tuple[list[str], list[tuple[str, str, bool]]]:
     """The markdown rows and the (target, measured, passed) checks of the poll cycle."""
     os.environ["GITHUB_TOKEN"] = TOKEN
     idle_small, changed, small_s = idle(500, runs)
     idle_big, changed_big, big_s = idle(3000, runs)
     news = one_new_comment()
+    pulls_idle, review = pulls()
     lines = [
         "| watched items | poll cycle | requests | answered 304 | median s |",
         "| ---: | --- | ---: | ---: | ---: |",
         f"| 500 | idle | {idle_small['requests']} | {idle_small['not_modified']} | {small_s:.3f} |",
         f"| 3,000 | idle | {idle_big['requests']} | {idle_big['not_modified']} | {big_s:.3f} |",
         f"| 50 | one new comment | {news['requests']} | {news['not_modified']} | – |",
+        f"| {PULLS} PRs, {LIVE} live | idle | {pulls_idle['requests']} | "
+        f"{pulls_idle['not_modified']} | – |",
+        f"| {PULLS} PRs, {LIVE} live | one review of 20 comments | {review['requests']} | "
+        f"{review['not_modified']} | – |",
     ]
     idle_requests = all(r["requests"] == r["not_modified"] for r in (idle_small, idle_big))
     found = [
@@ -134,6 +210,18 @@ def rows(runs: int = 5) -> tuple[list[str], list[tuple[str, str, bool]]]:
             news["requests"] <= 4 and news["delivered"] + news["seen"] >= 1,
         ),
         ("idle cycle at 3,000 ≤ 3× at 500", f"{big_s / small_s:.2f}×", big_s <= 3 * small_s),
+        (
+            f"idle cycle, {PULLS} PRs of which {LIVE} live: all 304, ≤ 2 + {LIVE} requests",
+            f"{pulls_idle['not_modified']} of {pulls_idle['requests']}",
+            pulls_idle["requests"] == pulls_idle["not_modified"]
+            and pulls_idle["requests"] <= 2 + LIVE,
+        ),
+        (
+            "one review of 20 inline comments: ≤ 6 requests beyond the idle cycle's",
+            f"{review['requests'] - pulls_idle['requests']} "
+            f"({review['requests']} in all; {review['reviews']} review queued)",
+            review["requests"] - pulls_idle["requests"] <= 6 and review["reviews"] == 1,
+        ),
     ]
     return lines, found
 

@@ -39,6 +39,7 @@ def tally_line(report: Mapping[str, Any]) -> str:
         f"poll: {report['requests']} requests ({report['not_modified']} not modified), "
         f"{report['delivered']} delivered, {report['commands']} commands, "
         f"{report['settled']} settled, {report.get('closed', 0)} closed, "
+        f"{report.get('reviews', 0)} reviews, "
         f"{len(report['failed'])} failed; rate remaining {report['rate_remaining']}; "
         f"{report['duration']:.2f}s"
         + ("; stopped early on request" if report.get("stopped") else "")
