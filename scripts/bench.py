@@ -600,6 +600,19 @@ def poll_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
     return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
 
 
+def webhook_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
+    """The webhook receiver's rows (``scripts/bench_webhook.py``: its own process, loopback)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_webhook  # pyright: ignore[reportMissingImports]
+
+    log("webhook receiver under 50 concurrent senders")
+    lines, found = bench_webhook.rows(runs)
+    lines = ["", "Webhook receiver (its own process, 50 senders on loopback):", "", *lines]
+    lines += ["", "| target | measured | verdict |", "| --- | --- | --- |"]
+    lines += [f"| {t} | {m} | {'PASS' if ok else 'MISS'} |" for t, m, ok in found]
+    return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated item counts")
@@ -627,12 +640,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     text = report(python, version, results, args.runs, where)
     poll_text, poll_passed = poll_section(args.runs, log)
-    text += poll_text
+    webhook_text, webhook_passed = webhook_section(args.runs, log)
+    text += poll_text + webhook_text
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text, encoding="utf-8")
-    passed = poll_passed and all(
-        check.passed is not False for check in checks(python, version, results)
+    passed = (
+        poll_passed
+        and webhook_passed
+        and all(check.passed is not False for check in checks(python, version, results))
     )
     return 0 if passed else 1
 

@@ -275,15 +275,15 @@ class FakeJob:
 class FakeReaction:
     id: int
     kind: str  # one of REACTION_KINDS
-    subject_id: int  # the comment's id
+    subject_id: int  # the comment's id (an issue's: its number)
     login: str
     content: str
     created_at: datetime
 
 
-#: What the fake takes reactions on: an issue comment, an inline review comment. (GitHub
-#: takes them on issues too; a review itself takes none over REST, only over GraphQL.)
-REACTION_KINDS = ("issue_comment", "review_comment")
+#: What the fake takes reactions on: an issue comment, an inline review comment, an issue
+#: or pull request itself. (A review itself takes none over REST, only over GraphQL.)
+REACTION_KINDS = ("issue_comment", "review_comment", "issue")
 #: GitHub's reaction contents.
 REACTION_CONTENTS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
 REVIEW_STATES = ("APPROVED", "CHANGES_REQUESTED", "COMMENTED")

@@ -16,12 +16,12 @@ issue endpoints (the handler does those for every path):
 - ``GET /repos/{o}/{r}/actions/jobs/{id}`` and ``/actions/jobs/{id}/logs`` (a 302 to the
   log's own URL, :data:`~tests.fake_github.LOG_BLOB_PREFIX`, as GitHub redirects to a
   short-lived download URL);
-- ``POST``/``GET`` reactions of an issue comment (``/issues/comments/{id}/reactions``)
-  and of an inline comment (``/pulls/comments/{id}/reactions``): 201 for a new
-  reaction, 200 for one the login already made. GitHub's REST API has no reactions on a
-  review itself (only GraphQL's ``addReaction`` takes a review): a review is
-  acknowledged through its inline comments, or on the pull request (GitHub's
-  ``POST /issues/{n}/reactions``, which this fake does not serve).
+- ``POST``/``GET`` reactions of an issue comment (``/issues/comments/{id}/reactions``),
+  of an inline comment (``/pulls/comments/{id}/reactions``) and of an issue or pull
+  request itself (``/issues/{n}/reactions``): 201 for a new reaction, 200 for one the
+  login already made. GitHub's REST API has no reactions on a review itself (only
+  GraphQL's ``addReaction`` takes a review): a review is acknowledged through its inline
+  comments, or on the pull request.
 """
 
 from __future__ import annotations
@@ -316,6 +316,8 @@ class PullRoutes(Routes):
         return self.page(made, asked.query, asked.path, reaction_json)
 
     def _reactable(self, kind: str, where: Where) -> bool:
+        if kind == "issue":
+            return self.find(where.owner, where.repo, str(where.id())) is not None
         if kind == "review_comment":
             return any(c.id == where.id() for c in self._live_comments(where, None))
         return any(
@@ -548,5 +550,7 @@ _ENDPOINTS: list[tuple[str, re.Pattern[str], Endpoint]] = [
         ("GET", f"/issues/comments/{_ID}/reactions", _on("issue_comment", PullRoutes.reactions)),
         ("POST", f"/pulls/comments/{_ID}/reactions", _on("review_comment", PullRoutes.react)),
         ("GET", f"/pulls/comments/{_ID}/reactions", _on("review_comment", PullRoutes.reactions)),
+        ("POST", f"/issues/{_ID}/reactions", _on("issue", PullRoutes.react)),
+        ("GET", f"/issues/{_ID}/reactions", _on("issue", PullRoutes.reactions)),
     )
 ]

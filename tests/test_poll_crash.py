@@ -41,6 +41,7 @@ STEPS: dict[str, tuple[str, bool]] = {
     "after-paste": ("pending", True),
     "after-mark": ("pending", True),
     "after-delivered": ("delivered", True),
+    "after-acknowledged": ("delivered", True),
 }
 RUNS_PER_STEP = 20
 RUN_TIMEOUT_SECONDS = 60.0

@@ -111,3 +111,20 @@ def test_poll_once_with_a_fifo_at_the_pidfile_exits_1_naming_it(
     code, _, err = world.run_cli(["poll", "--once"])
     assert code == 1
     assert f"{world.layout.poll_pidfile} is a FIFO, not a regular file" in err
+
+
+def test_poll_stop_never_signals_when_the_locked_pidfile_names_no_pid(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+) -> None:
+    """A lock taken but no pid written yet reads as -1: ``kill(-1)`` would signal every
+    process of the user, so ``poll stop`` refuses instead."""
+    import fcntl
+
+    pidfile = world.layout.poll_pidfile
+    pidfile.parent.mkdir(parents=True, exist_ok=True)
+    with pidfile.open("w") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        argv = [sys.executable, "-m", "the_loop", "--config", str(world.config_path)]
+        done = subprocess.run([*argv, "poll", "stop"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "its pid is not written there yet" in done.stderr

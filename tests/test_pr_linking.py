@@ -79,7 +79,7 @@ def test_a_fork_or_an_unrelated_branch_links_nothing(
     github.add_pull(REPO, 44, head="x", body="<!-- closes #15 -->")
     code, out, err = world.run_cli(["poll", "--once"])
     assert code == 0, err
-    assert linked(world) == [] and "linked" not in out
+    assert linked(world) == [] and "linked pull request" not in out
     assert world.events_named("pr.linked") == []
 
 

@@ -7,12 +7,14 @@ pasted once, and an idle cycle asks nothing of the pull request.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.fake_github import FakeGitHub
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F401
 from tests.test_pr_linking import BRANCH, started
+from the_loop.intake.events import AGENT_COMMENT_MARKER
 
 PR = "github:octo/app#40"
 
@@ -152,3 +154,68 @@ def test_a_paused_session_holds_the_review_until_resume(
     github.add_comment(REPO, 15, "the-loop resume", login="alice")
     world.poll()
     assert wait_until(lambda: "look again" in world.read())
+
+
+def test_a_lone_inline_comment_is_a_review_of_one(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    linked_pull(world, github)
+    lone = github.add_review_comment(
+        REPO, 40, login="alice", body="typo here", path="README.md", line=3, diff_hunk="@@ -1 +1 @@"
+    )
+    assert world.poll()["reviews"] == 1
+    assert wait_until(lambda: "> typo here" in world.read())
+    assert "README.md:3" in world.read() and f"#discussion_r{lone.id}" in world.read()
+
+
+def test_a_keyword_review_commands_and_is_never_pasted_a_strangers_is_refused(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    linked_pull(world, github)
+    github.add_review(REPO, 40, login="mallory", body="the-loop stop")
+    code, out, _ = world.run_cli(["poll", "--once"])
+    assert code == 0 and world.live(), "a stranger's keyword review commands nothing"
+    assert "refused `stop` from @mallory" in out
+    github.advance(5)
+    github.add_review(REPO, 40, login="alice", body="the-loop pause")
+    report = world.poll()
+    assert report["commands"] == 1 and report["reviews"] == 0
+    session = world.registry.find_by_work_item(ITEM)
+    assert session is not None and session.is_paused
+    assert "the-loop pause" not in world.read()
+
+
+def test_anyones_review_is_framed_as_untrusted_and_the_loops_own_is_settled(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    document = json.loads(world.config_path.read_text(encoding="utf-8"))
+    document["polling"]["deliverFrom"] = "anyone"
+    world.configure(document)
+    linked_pull(world, github)
+    own = github.add_review(REPO, 40, login="alice", body=f"{AGENT_COMMENT_MARKER}\nmine")
+    github.add_review(REPO, 40, login="mallory", body="please <!-- hidden --> merge")
+    assert world.poll()["reviews"] == 1
+    assert wait_until(lambda: "> please  merge" in world.read())
+    text = world.read()
+    assert "Review by @mallory" in text and "not an authorized user" in text
+    assert "hidden" not in text.split("Review by @mallory")[1].split("[the-loop] Hidden")[0]
+    assert "[the-loop] Hidden content" in text and "mine" not in text
+    reasons = {e["review_id"]: e["reason"] for e in world.events_named("poll.review_settled")}
+    assert reasons == {own.id: "own"}
+
+
+def test_a_long_body_is_cut_with_a_note_and_every_inline_comment_still_arrives(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    linked_pull(world, github)
+    github.add_review(
+        REPO, 40, login="alice", body="x" * 5000 + "TAIL", comments=[inline(1), inline(2)]
+    )
+    world.poll()
+    assert wait_until(lambda: "nit 2: rename" in world.read())
+    text = world.read()
+    assert "TAIL" not in text and "was cut at 3,500 characters" in text

@@ -253,10 +253,36 @@ def test_a_running_daemon_is_warned_about(
     machine.layout.poll_pidfile.write_text("999999999\n")
     assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
     err = capsys.readouterr().err
-    assert f"warning: the gh-webhook receiver looks like it is running (pid {os.getpid()})" in err
+    assert (
+        f"warning: the webhook receiver looks like it is running ({machine.layout.pidfile} "
+        f"names the live pid {os.getpid()}, which holds no lock on it: another program"
+    ) in err
     assert "poller" not in err
     assert machine.run("--work-item", ITEM.ref) == 0
-    assert "warning: the gh-webhook receiver" in capsys.readouterr().err
+    assert "warning: the webhook receiver" in capsys.readouterr().err
+
+
+def test_a_webhook_receiver_holding_its_lock_is_warned_about_by_its_lock(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20: the warning means `the-loop webhook`, found by the lock on its pidfile."""
+    from the_loop.dispatch.daemons import PollerLock
+
+    machine.armed(ITEM)
+    lock = PollerLock(machine.layout.pidfile, daemon="webhook receiver")
+    lock.acquire()
+    try:
+        assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
+    finally:
+        lock.release()
+    err = capsys.readouterr().err
+    pidfile = machine.layout.pidfile
+    assert (
+        f"the webhook receiver looks like it is running (pid {os.getpid()} holds the lock on "
+        f"{pidfile})"
+    ) in err
+    assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
+    assert "webhook receiver" not in capsys.readouterr().err
 
 
 def test_a_live_pid_in_poll_pid_that_holds_no_lock_is_warned_about_and_said_so(

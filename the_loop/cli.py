@@ -41,6 +41,7 @@ COMMAND_MODULES = {
     "events": "the_loop.commands.events",
     "state": "the_loop.commands.state",
     "poll": "the_loop.commands.poll",
+    "webhook": "the_loop.commands.webhook",
     "completion": "the_loop.commands.completion",
     "config": "the_loop.commands.config",
     "docs": "the_loop.commands.docs",

@@ -257,6 +257,15 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "clocks and cursors stay machine-local, so an idle cycle writes nothing under portable/",
     ),
     GeneratedPath(
+        "poll heads",
+        "local/poll-heads.json",
+        False,
+        "per watched pull request: its head SHA, whether it is open, what its check runs and "
+        "its combined status said when last read, and which of the two an idle head asks next",
+        "an idle watched head costs one conditional request a cycle, and a new head is known "
+        "from the listing of open pull requests without asking",
+    ),
+    GeneratedPath(
         "armed cache",
         "local/poll-armed.json",
         False,
@@ -278,6 +287,28 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         False,
         "the report of the poller's last cycle",
         "what the-loop poll status shows",
+    ),
+    GeneratedPath(
+        "webhook inbox",
+        "local/webhook-inbox/<sequence>.jsonl",
+        False,
+        "the deliveries the webhook receiver accepted, a line each, fsynced before their 202, "
+        "until processed",
+        "a push GitHub was told is taken is never lost to a crash or a restart",
+    ),
+    GeneratedPath(
+        "webhook processed ids",
+        "local/webhook-inbox/processed.json",
+        False,
+        "the ids of the deliveries processed, the last 10,000",
+        "a delivery GitHub or a person re-sends is answered as a duplicate, not taken twice",
+    ),
+    GeneratedPath(
+        "webhook status",
+        "local/webhook-status.json",
+        False,
+        "the receiver's pid, address, counts since it started and last delivery's time",
+        "what the-loop webhook status shows",
     ),
     GeneratedPath(
         "event log",

@@ -20,6 +20,7 @@ from the_loop.github.client import MAX_PAGES, Beyond, GitHubClient
 from the_loop.github.replies import GitHubHTTPError, RateLimit
 from the_loop.intake.events import Issue, IssueComment, comments_from_json, issue_from_json
 from the_loop.intake.ports import Json
+from the_loop.polling.ci_ports import ObjectPage
 from the_loop.polling.reads import FIRST_SIGHT_PAGES, CommentsPage, ListingPage
 from the_loop.ref import WorkItemRef
 
@@ -154,6 +155,55 @@ class ClientReads:
             raise
         self._rate(answer.rate)
         return cast(dict[str, Any], data)
+
+    def pull_request(self, repository: str, number: int) -> Json:
+        """One pull request (for its head); a refusal for anything that is not an object."""
+        return self._object(repository, f"/repos/{repository}/pulls/{number}", {}).data
+
+    def check_runs(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage:
+        """The latest check run of each name on commit ``sha`` (one page of 100), read
+        conditionally unless ``fresh``."""
+        path = f"/repos/{repository}/commits/{sha}/check-runs"
+        params: dict[str, str | int] = {"filter": "latest", "per_page": 100}
+        return self._object(repository, path, params, conditional=not fresh)
+
+    def combined_status(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage:
+        """The latest status of each context on commit ``sha`` (one page of 100), read
+        conditionally unless ``fresh``."""
+        path = f"/repos/{repository}/commits/{sha}/status"
+        return self._object(repository, path, {"per_page": 100}, conditional=not fresh)
+
+    def job(self, repository: str, job_id: int) -> Json:
+        """A GitHub Actions job (its steps); not counted against the repository."""
+        path = f"/repos/{repository}/actions/jobs/{job_id}"
+        return self._object(repository, path, {}, conditional=False, remember=False).data
+
+    def job_log(self, repository: str, job_id: int) -> str:
+        """A job's whole log, followed through GitHub's redirect without the token; not
+        counted against the repository (a paste goes without it)."""
+        body = self.client.download(f"/repos/{repository}/actions/jobs/{job_id}/logs")
+        return body.decode("utf-8", errors="replace")
+
+    def _object(
+        self,
+        repository: str,
+        path: str,
+        params: dict[str, str | int],
+        *,
+        conditional: bool = True,
+        remember: bool = True,
+    ) -> ObjectPage:
+        """One conditional GET answered with an object (empty for a 304); a refusal is
+        remembered against ``repository`` (unless not ``remember``), then raised."""
+        try:
+            answer = self.client.get_url(self.client.url_for(path, params), conditional=conditional)
+            data = {} if answer.not_modified else answer.object()
+        except GitHubHTTPError as error:
+            if remember:
+                self.refusals.append(Refusal(repository, error))
+            raise
+        self._rate(answer.rate)
+        return ObjectPage(data, answer.not_modified)
 
     def thread(self, ref: WorkItemRef) -> Sequence[Json]:
         """The item's comments, oldest first (past the page cap, the newest pages)."""

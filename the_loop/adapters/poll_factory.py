@@ -13,8 +13,10 @@ from functools import partial
 from the_loop.adapters.actions import Actions, live_sessions
 from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
 from the_loop.adapters.github_reads import ClientReads, IntakeGitHub
+from the_loop.adapters.heads_file import FileHeads
 from the_loop.adapters.linking import LINKED, link_pull_request
 from the_loop.adapters.permissions import RepositoryPermissions
+from the_loop.adapters.reactions import Reactions
 from the_loop.adapters.stores import Stores
 from the_loop.adapters.watch_file import FileWatchCache
 from the_loop.config.file import Config
@@ -27,6 +29,7 @@ from the_loop.intake.comments import CommentPolicy, DeliverFrom
 from the_loop.intake.keywords import KeywordGrammar
 from the_loop.intake.people import AuthorizedUsers
 from the_loop.intake.ports import (
+    Acknowledge,
     GitHubPort,
     IntakePorts,
     IntakeSettings,
@@ -62,12 +65,21 @@ def poll_settings(config: Config) -> PollSettings:
         policy=policy,
         prompt_template=config.get_str("routing.prompt", ""),
         require_write_access=config.get_bool("routing.requireWriteAccess"),
+        max_failing_pushes=max(int(config.get_float("polling.ci.maxFailingPushes")), 1),
     )
     return PollSettings(tuple(config.get_str_list("polling.repositories")), intake)
 
 
 def interval_seconds(config: Config) -> float:
     return config.get_float("polling.intervalSeconds", DEFAULT_INTERVAL)
+
+
+def acknowledge_port(config: Config, client: GitHubClient) -> Acknowledge | None:
+    """The 👀 on each delivery over ``client``, or None when
+    ``integrations.github.acknowledge`` is off."""
+    if not config.get_bool("integrations.github.acknowledge"):
+        return None
+    return Reactions(client).acknowledge
 
 
 def request_deadline_seconds(config: Config) -> float:
@@ -87,9 +99,11 @@ def intake_ports(
     should_stop: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.time,
     permission: RepositoryPermission | None = None,
+    acknowledge: Acknowledge | None = None,
 ) -> IntakePorts:
     """The intake's collaborators over the open stores and the dispatcher's ``actions``;
-    any reader hands in its own GitHub, posted ids, armed refs and permission check."""
+    any reader hands in its own GitHub, posted ids, armed refs, permission check and
+    acknowledgement."""
     return IntakePorts(
         github=github,
         ledger=PollState(stores.store, registry=stores.registry),
@@ -109,6 +123,7 @@ def intake_ports(
         should_stop=should_stop,
         permission=permission,
         link=partial(_link, stores, warn),
+        acknowledge=acknowledge,
     )
 
 
@@ -180,6 +195,13 @@ def poll_wiring(
             checkpoint=checkpoint,
             should_stop=should_stop,
             permission=RepositoryPermissions.for_layout(client, layout).permission,
+            acknowledge=acknowledge_port(config, client),
         )
-        reader = ReaderPorts(reads, cursors, FileWatchCache.for_layout(layout))
+        reader = ReaderPorts(
+            reads,
+            cursors,
+            FileWatchCache.for_layout(layout),
+            checks=reads,
+            heads=FileHeads.for_layout(layout),
+        )
         yield PollWiring(intake, reader, reads, client, etags)

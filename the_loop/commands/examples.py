@@ -79,6 +79,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "poll status": ("the-loop poll status", "the-loop poll status --format json"),
     "poll stop": ("the-loop poll stop",),
+    "webhook": (
+        "the-loop webhook --print-setup",
+        "THE_LOOP_GH_WEBHOOK_SECRET=... the-loop webhook",
+        "the-loop webhook --insecure",
+    ),
+    "webhook status": ("the-loop webhook status", "the-loop webhook status --format json"),
+    "webhook stop": ("the-loop webhook stop",),
     "completion": (
         "the-loop completion bash > ~/.local/share/bash-completion/completions/the-loop",
         'eval "$(the-loop completion zsh)"    # in ~/.zshrc, after compinit',

@@ -260,6 +260,8 @@ def run_stop(args: argparse.Namespace) -> Result:
     pid = poller_holder(path)
     if pid is None:
         return Result(items=({"stopped": False, "pid": None},), text=lambda: ("poll: not running",))
+    if pid <= 0:  # locked, but the holder wrote no pid yet: never signal a process group
+        raise TheLoopError(f"a poller holds {path} but its pid is not written there yet; try again")
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     while poller_holder(path) is not None:

@@ -37,9 +37,11 @@ def tally_line(report: Mapping[str, Any]) -> str:
     """The counts of a cycle, its requests and how long it took."""
     return (
         f"poll: {report['requests']} requests ({report['not_modified']} not modified), "
-        f"{report['delivered']} delivered, {report['commands']} commands, "
+        f"{report['delivered']} delivered, {report.get('acknowledged', 0)} acknowledged, "
+        f"{report['commands']} commands, "
         f"{report['settled']} settled, {report.get('closed', 0)} closed, "
-        f"{report.get('reviews', 0)} reviews, "
+        f"{report.get('linked', 0)} linked, {report.get('reviews', 0)} reviews, "
+        f"{report.get('ci_failures', 0)} CI failures, "
         f"{len(report['failed'])} failed; rate remaining {report['rate_remaining']}; "
         f"{report['duration']:.2f}s"
         + ("; stopped early on request" if report.get("stopped") else "")
@@ -88,6 +90,11 @@ def action_line(action: Item) -> str:
         return f"{ref}: linked pull request {action.get('pullRequest')} (by {how})"
     if kind == "reopened":
         return f"{ref}: open again on GitHub: the recorded {reason!r} state was cleared"
+    if kind == "escalated":
+        return (
+            f"{ref}: CI of {action.get('pullRequest')} failed on {reason} pushes in a row "
+            f"({verb}): its failures are no longer pasted; a comment on the ticket says so"
+        )
     return f"{ref}: {kind}"
 
 

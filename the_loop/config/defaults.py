@@ -36,6 +36,10 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "state.followLinkedDirectories": False,
         "eventLog.path": "",
         "webhook.pidfile": "gh-webhook.pid",
+        "webhook.host": "127.0.0.1",
+        "webhook.port": 8787,
+        "webhook.path": "/gh-webhook",
+        "webhook.secretEnv": "THE_LOOP_GH_WEBHOOK_SECRET",
         "poll.pidfile": "poll.pid",
         "routing.registryDir": "",
         "routing.defaultHarness": "claude",
@@ -63,6 +67,7 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "routing.control.enabled": True,
         "routing.control.requireStartCommand": True,
         "integrations.github.apiUrl": "",
+        "integrations.github.acknowledge": True,
         "integrations.github.comment": True,
         "integrations.github.tokenEnv": "",
         "routing.control.keywordPrefix": "the-loop",
@@ -75,6 +80,7 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "polling.maxDeliveriesPerHour": 30.0,
         "polling.deliverFrom": "authorized",
         "polling.requestDeadlineSeconds": 30.0,
+        "polling.ci.maxFailingPushes": 3.0,
     }
 )
 

@@ -1,7 +1,7 @@
 """A small JSON Schema validator for the keywords the CLI config schema uses.
 
 Covers ``type``, ``enum``, ``pattern``, ``minLength``, ``minimum``,
-``exclusiveMinimum``, ``minItems``, ``items``, ``properties``,
+``exclusiveMinimum``, ``maximum``, ``minItems``, ``items``, ``properties``,
 ``additionalProperties``, ``propertyNames`` and local ``$ref``s — enough for
 ``schemas/cli-config.schema.json``, and cheap to import (the CLI's start-up is
 benchmarked). A test checks it against the ``jsonschema`` package.
@@ -20,7 +20,7 @@ Schema = Mapping[str, Any]
 SUPPORTED = frozenset(
     {
         "$schema", "$defs", "$ref", "title", "description", "type", "enum", "pattern",
-        "minLength", "minimum", "exclusiveMinimum", "minItems", "items", "properties",
+        "minLength", "minimum", "exclusiveMinimum", "maximum", "minItems", "items", "properties",
         "additionalProperties", "propertyNames",
     }
 )  # fmt: skip
@@ -175,3 +175,6 @@ def _number_violations(
         yield SchemaViolation(
             path, f"{quoted(value)} is less than or equal to the minimum of {bound!r}"
         )
+    maximum = schema.get("maximum")
+    if maximum is not None and value > maximum:
+        yield SchemaViolation(path, f"{quoted(value)} is greater than the maximum of {maximum!r}")

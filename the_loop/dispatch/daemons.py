@@ -16,8 +16,8 @@ from the_loop.errors import TheLoopError
 from the_loop.fsio import StrangerFile, make_directory, open_regular, read_bytes, read_regular
 from the_loop.layout import StateLayout
 
-#: How a daemon was found running: it holds the poller's lock, or its pidfile names a
-#: live process (one that does not hold the lock, for the poller: an older release's).
+#: How a daemon was found running: it holds its pidfile's lock, or its pidfile names a
+#: live process that does not hold the lock (an older release's, or another program's).
 Evidence = Literal["lock", "pid"]
 
 
@@ -86,19 +86,19 @@ def pidfile_problems(layout: StateLayout) -> list[str]:
 
 
 def _pidfiles(layout: StateLayout) -> tuple[tuple[str, Path], ...]:
-    return (("gh-webhook receiver", layout.pidfile), ("poller", layout.poll_pidfile))
+    return (("webhook receiver", layout.pidfile), ("poller", layout.poll_pidfile))
 
 
 def running_daemons(layout: StateLayout) -> list[RunningDaemon]:
-    """The webhook receiver and the poller of ``layout``'s root when their pidfile names a
-    live process, and the poller when a process holds its lock (``evidence`` says which)."""
+    """The webhook receiver and the poller of ``layout``'s root when a process holds the
+    lock on their pidfile, or else when the pidfile names a live process (``evidence``
+    says which)."""
     found: list[RunningDaemon] = []
     for name, pidfile in _pidfiles(layout):
-        if pidfile == layout.poll_pidfile:
-            held = poller_holder(pidfile)
-            if held is not None:
-                found.append(RunningDaemon(name, held, pidfile, "lock"))
-                continue
+        held = lock_holder(pidfile)
+        if held is not None:
+            found.append(RunningDaemon(name, held, pidfile, "lock"))
+            continue
         pid = read_pid(pidfile)
         if pid is not None and pid_is_running(pid):
             found.append(RunningDaemon(name, pid, pidfile))
@@ -106,16 +106,18 @@ def running_daemons(layout: StateLayout) -> list[RunningDaemon]:
 
 
 class PollerLock:
-    """The exclusive ``flock`` on ``<root>/poll.pid``; the pid is written after it is taken.
+    """The exclusive ``flock`` on a daemon's pidfile (``<root>/poll.pid`` for the poller,
+    ``<root>/gh-webhook.pid`` for the webhook receiver); the pid is written after it is taken.
 
     :meth:`acquire` raises :class:`TheLoopError` (exit 1) naming the holder when another
-    poller has it, and naming the file and what it is when it is not a regular file. The
+    ``daemon`` has it, and naming the file and what it is when it is not a regular file. The
     pidfile is written in place, never replaced: the lock lives on its inode, so it is
     held only while the path still names that inode (:meth:`check`).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, daemon: str = "poller") -> None:
         self.path = path
+        self.daemon = daemon
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -133,13 +135,15 @@ class PollerLock:
     def check(self) -> bool:
         """Whether the lock still holds the path; when the pidfile was removed or replaced
         by a file nobody locks, it is taken again (True: it was restored). Raises
-        :class:`TheLoopError` when another poller holds the path now."""
+        :class:`TheLoopError` when another daemon holds the path now."""
         if self._fd is None or _names(self.path, self._fd):
             return False
         try:
             fd = self._locked_descriptor()
         except TheLoopError as error:
-            raise TheLoopError(f"{self.path} was replaced under this poller: {error}") from None
+            raise TheLoopError(
+                f"{self.path} was replaced under this {self.daemon}: {error}"
+            ) from None
         if not _names(self.path, fd):
             os.close(fd)
             raise TheLoopError(f"{self.path} kept changing while it was being locked")
@@ -160,7 +164,7 @@ class PollerLock:
         try:
             fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)
         except StrangerFile as error:
-            raise TheLoopError(f"{error.strerror}: remove it to run the poller") from None
+            raise TheLoopError(f"{error.strerror}: remove it to run the {self.daemon}") from None
         except OSError as error:
             raise TheLoopError(f"cannot open {self.path}: {error.strerror or error}") from None
         try:
@@ -169,7 +173,7 @@ class PollerLock:
             os.close(fd)
             pid = read_pid(self.path)
             raise TheLoopError(
-                f"another poller holds {self.path} (pid {pid if pid is not None else '?'})"
+                f"another {self.daemon} holds {self.path} (pid {pid if pid is not None else '?'})"
             ) from None
         except OSError as error:
             os.close(fd)
@@ -197,8 +201,8 @@ def _write_pid(fd: int) -> None:
     os.fsync(fd)
 
 
-def poller_holder(path: Path) -> int | None:
-    """The pid of the process holding the poller's lock on ``path``; None when nobody does.
+def lock_holder(path: Path) -> int | None:
+    """The pid of the process holding a daemon's lock on ``path``; None when nobody does.
 
     Decided by the lock, not by ``kill -0`` on a pid that may have been reused.
     """
@@ -216,3 +220,7 @@ def poller_holder(path: Path) -> int | None:
     finally:
         os.close(fd)
     return None
+
+
+#: The poller's name for :func:`lock_holder`.
+poller_holder = lock_holder

@@ -66,9 +66,21 @@ EVENT_TYPES: dict[str, str] = {
     "owns it, as one paste (work_item, key: review-<id>, attempt).",
     "poll.ci_failure_delivered": "A check that failed on a pull request's head reached the "
     "pane of the session that owns it (work_item, key: ci-..., attempt).",
+    "poll.ci_failure_recorded": "A check that failed on a pull request's head was recorded, "
+    "not pasted: the owner has no live session, or the pull request's retry budget is spent "
+    "(work_item, pull_request, key, check, conclusion, reason: not-live or budget).",
+    "ci.escalated": "A pull request's CI failed on polling.ci.maxFailingPushes pushes in a row: "
+    "its failures are no longer pasted, and one marked comment said so on the ticket "
+    "(work_item, pull_request, sha, failing_pushes, checks, comment_id).",
     "poll.review_settled": "A pull request's review was settled without a paste: history, "
     "the-loop's own, a bot's, a stranger's, a command's or all outdated (work_item, "
     "pull_request, review_id, login, reason).",
+    "poll.acknowledged": "A delivery was acknowledged on GitHub with one eyes reaction by the "
+    "token's login: on the comment, on a review's first inline comment, or on the pull "
+    "request of a review without one (work_item, key, kind, subject_id).",
+    "poll.acknowledge_failed": "GitHub refused a delivery's eyes reaction; the delivery "
+    "stands, and the reaction is tried again on a later cycle unless given up (work_item, "
+    "key, kind, subject_id, failures, given_up, error).",
     "pr.linked": "The poller linked a pull request to the work item it delivers, by its head "
     "branch or a closing keyword in its body (work_item, pull_request, by, author).",
     "poll.command": "An authorized keyword comment ran its control action (work_item, command, "
@@ -106,6 +118,23 @@ EVENT_TYPES: dict[str, str] = {
     "poll.breaker_open": "A session had polling.maxDeliveriesPerHour deliveries within the hour: "
     "further "
     "ones are held (work_item, recent).",
+    "webhook.started": "The webhook receiver started listening; with insecure true it checks no "
+    "signature (host, port, path, insecure).",
+    "webhook.stopped": "The webhook receiver stopped on SIGTERM or SIGINT after finishing what it "
+    "had accepted (signal, accepted, duplicate, rejected: its counts since it started).",
+    "webhook.pidfile_restored": "The webhook receiver found its pidfile removed or replaced by a "
+    "file nobody locked, and holds it again (pidfile).",
+    "webhook.accepted": "A signed delivery was written to the inbox, then answered 202 (delivery: "
+    "GitHub's X-GitHub-Delivery, github_event: its X-GitHub-Event, peer).",
+    "webhook.duplicate": "A delivery whose id the inbox already holds or processed was answered "
+    "202 and not stored again (delivery, github_event, peer).",
+    "webhook.ignored": "A signed delivery of an event the-loop does not act on was answered 202 "
+    "and not stored (delivery, github_event, peer).",
+    "webhook.ping": "GitHub's signed ping was answered 200 (delivery, peer).",
+    "webhook.rejected": "A request was refused with a plain-text answer, or ended by its client "
+    "before one (status: 400, 401, 404, 405, 408, 411, 413, 431, 500 or 503; reason: the check "
+    "that refused it; delivery and github_event when sent in GitHub's form; peer; error: for a "
+    "500).",
 }
 
 

@@ -43,6 +43,10 @@ MAX_PAGES = 1000
 DEFAULT_DEADLINE_SECONDS = 30.0
 #: A larger body is refused: no page of GitHub's comes near it.
 MAX_BODY_BYTES = 64 * 1024 * 1024
+#: The longest each request of a download (see :meth:`GitHubClient.download`) may take.
+DOWNLOAD_DEADLINE_SECONDS = 60.0
+#: The statuses of a redirect a download follows (once).
+_REDIRECTS = (301, 302, 303, 307, 308)
 
 #: What a listing longer than its cap gives: an error, its first pages, or its last.
 Beyond = Literal["refuse", "first", "last"]
@@ -251,6 +255,35 @@ class GitHubClient:
             raise _refusal(url, answer, self.token_advice)
         return GitHubResponse(answer.status, url, answer.headers, answer.body)
 
+    def download(self, path: str, *, deadline: float = DOWNLOAD_DEADLINE_SECONDS) -> bytes:
+        """The body GET ``path`` leads to: GitHub answers some (a job's log) with a redirect
+        to a short-lived URL on another host, followed once and without the token (the URL
+        carries its own grant). Each of the two requests has ``deadline`` seconds; any
+        other answer, a second redirect, or a target that is not plain http(s) raises
+        :class:`GitHubHTTPError` (naming hosts only: a signed URL's query is a secret)."""
+        url = self.url_for(path)
+        answer = self._exchange("GET", url, None, self._headers(), deadline=deadline)
+        if 200 <= answer.status < 300:
+            return answer.body
+        if answer.status not in _REDIRECTS:
+            raise _refusal(url, answer, self.token_advice)
+        target = urllib.parse.urljoin(url, answer.headers.get("location", ""))
+        split = urllib.parse.urlsplit(target)
+        if split.scheme not in ("http", "https") or not split.hostname or split.username:
+            raise GitHubHTTPError(f"{_where(url)} redirected the download to no usable URL")
+        plain = {k: v for k, v in self._headers().items() if k != "Authorization"}
+        plain["Accept"] = "*/*"
+        try:
+            found = self._exchange("GET", target, None, plain, deadline=deadline)
+        finally:
+            if _origin_of(split) != self._origin:
+                self._drop(_origin_of(split))  # a blob host: not kept alive
+        if found.status in _REDIRECTS:
+            raise GitHubHTTPError(f"{_where(target)} redirected the download again; stopped")
+        if not 200 <= found.status < 300:
+            raise _refusal(target, found)
+        return found.body
+
     def _headers(self) -> dict[str, str]:
         headers = {
             "Accept": "application/vnd.github+json",
@@ -278,15 +311,23 @@ class GitHubClient:
         return target
 
     def _exchange(
-        self, method: str, url: str, body: bytes | None, headers: dict[str, str]
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        *,
+        deadline: float | None = None,
     ) -> _Answer:
-        """One request on the host's kept-alive connection, within one deadline; a GET on
-        a stale connection is resent once (inside the same deadline)."""
+        """One request on the host's kept-alive connection, within one deadline (the
+        client's unless given); a GET on a stale connection is resent once (inside the same
+        deadline). Only a request without the token may go to another host."""
         split = urllib.parse.urlsplit(url)
         origin, target = _origin_of(split), split.path + (f"?{split.query}" if split.query else "")
-        if origin != self._origin:
+        if origin != self._origin and "Authorization" in headers:
             raise GitHubHTTPError(f"refusing to send the token to {_where(url)}")
-        ends_at = time.monotonic() + self.deadline
+        allowed = self.deadline if deadline is None else deadline
+        ends_at = time.monotonic() + allowed
         for attempt in (1, 2):
             connection, reused = self._connection(origin)
             self.stats.requests += 1
@@ -300,7 +341,8 @@ class GitHubClient:
                 slow = watchdog.expired or isinstance(error, TimeoutError)
                 if reused and method == "GET" and attempt == 1 and not slow:
                     continue  # the server closed the idle connection: ask once more, afresh
-                raise self._no_answer(url, error, deadline_passed=watchdog.expired) from error
+                passed = allowed if watchdog.expired else None
+                raise self._no_answer(url, error, deadline_passed=passed) from error
             if watchdog.expired or answer.will_close or len(answer.body) > MAX_BODY_BYTES:
                 self._drop(origin)
             if len(answer.body) > MAX_BODY_BYTES:
@@ -309,13 +351,13 @@ class GitHubClient:
         raise AssertionError("unreachable: the second attempt returns or raises")
 
     def _no_answer(
-        self, url: str, error: BaseException, *, deadline_passed: bool
+        self, url: str, error: BaseException, *, deadline_passed: float | None
     ) -> GitHubHTTPError:
-        """The error of a request that got no usable answer: the deadline, the read
-        timeout, or what went wrong, in one line."""
-        if deadline_passed:
+        """The error of a request that got no usable answer: the deadline (the seconds
+        it allowed, when it passed), the read timeout, or what went wrong, in one line."""
+        if deadline_passed is not None:
             return GitHubHTTPError(
-                f"{_where(url)} did not answer within the {self.deadline:g}s deadline"
+                f"{_where(url)} did not answer within the {deadline_passed:g}s deadline"
             )
         if isinstance(error, TimeoutError):
             return GitHubHTTPError(f"{_where(url)} did not answer within {self.timeout:g}s")

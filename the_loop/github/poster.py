@@ -41,7 +41,8 @@ class GitHubError(TheLoopError):
 #: What a token must be allowed to do, for the messages about a missing or refused one.
 TOKEN_ACCESS = (
     "the token needs read access to the repositories' issues, and write access to "
-    "issues to post notices"
+    "issues to post notices and to react to what it delivers (pull requests too, for "
+    "reviews)"
 )
 
 

@@ -5,7 +5,8 @@ list → write ``delivered``. A ``pending`` found on entry (a crash) is resolved
 the pane's mark first; then the entries go in thread order, a retry before the later
 ones. The ledger rows live in the item's ``poll`` section under ``deliveries``, in
 thread order: ``id``, ``state``, ``attempts``, ``begun`` (the number of its latest
-attempt among the pane's), the text while undelivered, ``at``.
+attempt among the pane's), the text while undelivered, ``at``; once delivered, ``acked``
+when GitHub has its 👀 (:mod:`~the_loop.intake.acknowledgement`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from the_loop.errors import TheLoopError
+from the_loop.intake.acknowledgement import acknowledge_delivered
 from the_loop.intake.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.ledger import (
@@ -91,8 +93,10 @@ def _rows(stored: Ledger) -> list[Row]:
 
 
 def drain(session: LiveSession, intake: Intake) -> None:
-    """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in order."""
+    """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in
+    order; then acknowledge on GitHub what was delivered and not yet acknowledged."""
     _Pane(session.ref, session.tmux_target, intake).drain()
+    acknowledge_delivered(session.ref, intake)
 
 
 class _Pane:
@@ -128,7 +132,8 @@ class _Pane:
             if done is not None and done.state is DeliveryState.DELIVERED:
                 self.intake.counts.delivered += 1
                 author = _author(rows_now, due.comment_id)
-                action = Action("delivered", self.ref.ref, author, comment_id=due.comment_id)
+                check = _author(rows_now, due.comment_id, "check")  # a CI paste's check name
+                action = Action("delivered", self.ref.ref, author, check, due.comment_id)
                 self.intake.counts.actions.append(action)
 
     @property
@@ -237,9 +242,10 @@ def _text(rows: list[Row], comment_id: DeliveryKey) -> str:
     return next(texts, "")
 
 
-def _author(rows: list[Row], comment_id: DeliveryKey) -> str:
-    """Who wrote the comment, as its row keeps it (``""`` for a row of an older release)."""
-    authors = (str(r.get("by", "")) for r in rows if str(r.get("id")) == str(comment_id))
+def _author(rows: list[Row], comment_id: DeliveryKey, key: str = "by") -> str:
+    """Who wrote the comment (or the row's ``key``), as its row keeps it (``""`` for a row
+    of an older release)."""
+    authors = (str(r.get(key, "")) for r in rows if str(r.get("id")) == str(comment_id))
     return next(authors, "")
 
 

@@ -16,6 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from the_loop.errors import TheLoopError
+from the_loop.intake.ci import Details, HeadChecks
+from the_loop.intake.ci_round import take_checks
 from the_loop.intake.closures import close_finished
 from the_loop.intake.comments import (
     CommentDecision,
@@ -29,6 +31,7 @@ from the_loop.intake.delivery import delivery_text
 from the_loop.intake.drain import drain
 from the_loop.intake.events import IssueComment, parse_timestamp
 from the_loop.intake.first_sight import first_sight
+from the_loop.intake.linking import link_pulls
 from the_loop.intake.people import may_write
 from the_loop.intake.ports import (
     Action,
@@ -39,7 +42,7 @@ from the_loop.intake.ports import (
     ItemKnowledge,
     LiveSession,
 )
-from the_loop.intake.pulls import PullRequest, owners_of
+from the_loop.intake.pulls import PullRequest
 from the_loop.intake.review_round import take_reviews
 from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
@@ -95,28 +98,8 @@ class Round:
         """Link each pull request to the live work items it delivers (by its head branch,
         or a closing keyword in its body), as ``sessions link-pr`` would; call it before
         :meth:`watch`, so the round watches what was just linked. The pull requests it
-        linked, in order."""
-        ports = self.intake.ports
-        done: list[WorkItemRef] = []
-        if ports.link is None:
-            return done
-        for pr in pulls:
-            linked = [p for s in self.sessions.values() for p in s.pull_requests]
-            for owner, how in owners_of(pr, self.sessions):
-                if pr.ref in linked or not pr.is_open or self.intake.stopping():
-                    continue
-                try:
-                    newly = ports.link(owner, pr.ref)
-                except TheLoopError as error:
-                    self.intake.counts.failed.append(f"{owner.ref}: linking {pr.ref.ref}: {error}")
-                    continue
-                if newly:
-                    self._linked(owner, pr, how)
-                    done.append(pr.ref)
-        self.sessions = self.intake.live_sessions(self.repository)
-        more = [p.number for s in self.sessions.values() for p in s.pull_requests]
-        self.keep = self.keep | {n for n in more}
-        return done
+        linked, in order (see :mod:`~the_loop.intake.linking`)."""
+        return link_pulls(self, pulls)
 
     def reviews(
         self,
@@ -132,12 +115,11 @@ class Round:
         of reviews starts (None: all is history). Call it before :meth:`deliver`."""
         take_reviews(self, reviews, comments, read_from=read_from, thread_heads=thread_heads or {})
 
-    def _linked(self, owner: WorkItemRef, pr: PullRequest, how: str) -> None:
-        action = Action("linked", owner.ref, pr.author, reason=how, pull_request=pr.ref.ref)
-        self.intake.counts.actions.append(action)
-        self.intake.ports.emit(
-            "pr.linked", work_item=owner.ref, pull_request=pr.ref.ref, by=how, author=pr.author
-        )
+    def ci(self, heads: Sequence[HeadChecks], *, details: Details) -> None:
+        """The watched heads whose checks the reader read anew: each failure one paste
+        into the owner's session (see :mod:`~the_loop.intake.ci_round`), ``details``
+        asked only for a failure about to be pasted. Call it before :meth:`deliver`."""
+        take_checks(self, heads, details)
 
     def watch(
         self, *, listed: ListedNumbers | None, knowledge: ItemKnowledge, read_from: datetime | None

@@ -35,6 +35,9 @@ class IntakeSettings:
     #: settings come from ``poll_settings``): an authorized login commands only while
     #: GitHub says it may write to the repository.
     require_write_access: bool = False
+    #: ``polling.ci.maxFailingPushes``: the consecutive failing heads of a pull request
+    #: whose CI failures are pasted; the one that reaches it posts one notice.
+    max_failing_pushes: int = 3
 
 
 class GitHubPort(Protocol):
@@ -102,6 +105,13 @@ class ItemFacts:
 #: reads as write). Raises :class:`~the_loop.errors.TheLoopError` when GitHub could not say.
 RepositoryPermission = Callable[[WorkItemRef, str], str]
 
+#: ``acknowledge(on, kind, subject)``: one 👀 reaction, by the token's login, on what a
+#: delivery pasted: ``kind`` ``issue_comment`` or ``review_comment`` with ``subject`` a
+#: comment id in ``on``'s repository, or ``issue`` with ``subject`` ``on``'s number (a
+#: pull request itself). A repeat is GitHub's no-op. Raises
+#: :class:`~the_loop.errors.TheLoopError` when GitHub did not take it.
+Acknowledge = Callable[[WorkItemRef, str, int], None]
+
 
 @dataclass(frozen=True)
 class IntakePorts:
@@ -140,12 +150,16 @@ class IntakePorts:
     #: ``link(owner, pr)``: link ``pr`` to ``owner``'s session as ``sessions link-pr``
     #: does; True when it was not linked before (None: this reader links nothing).
     link: Callable[[WorkItemRef, WorkItemRef], bool] | None = None
+    #: The 👀 on each delivered comment and review (None: ``integrations.github.acknowledge``
+    #: is off, or this reader acknowledges nothing).
+    acknowledge: Acknowledge | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was
 #: refused; a comment reached a pane; a closed, merged or gone item ended its session;
 #: a linked PR's endpoint ended; an item seen open again lost its closed state; a pull
-#: request was linked to the work item it delivers.
+#: request was linked to the work item it delivers; a pull request's CI failed too often
+#: in a row and its failures are no longer pasted.
 ACTION_KINDS = (
     "command",
     "refused",
@@ -155,6 +169,7 @@ ACTION_KINDS = (
     "endpoint",
     "reopened",
     "linked",
+    "escalated",
 )
 
 
@@ -205,6 +220,8 @@ class CycleCounts:
     closed: int = 0
     #: Reviews queued as one paste each (a paste reached the pane is also ``delivered``).
     reviews: int = 0
+    #: Deliveries acknowledged on GitHub with a 👀 this cycle (a late one included).
+    acknowledged: int = 0
     failed: list[str] = field(default_factory=list[str])
     #: Repositories whose comments were read but not handled (below the rate reserve):
     #: the reader must not keep this cycle's ETags, or the next read would be a 304.
@@ -214,6 +231,10 @@ class CycleCounts:
     #: What the cycle did, in the order it did it: one per command, refusal, delivery
     #: and closure.
     actions: list[Action] = field(default_factory=list[Action])
+    #: Failed checks queued as one paste each (a paste reached the pane is also ``delivered``).
+    ci_failures: int = 0
+    #: Pull requests linked to the work item they deliver.
+    linked: int = 0
 
     def stop_requested(self, should_stop: Callable[[], bool]) -> bool:
         """Whether to end the cycle before the next item (and remember that it did)."""
@@ -230,8 +251,11 @@ class CycleCounts:
             "baselined": self.baselined,
             "closed": self.closed,
             "reviews": self.reviews,
+            "acknowledged": self.acknowledged,
             "failed": list(self.failed),
             "deferred": list(self.deferred),
             "stopped": self.stopped,
             "actions": [action.to_dict() for action in self.actions],
+            "ci_failures": self.ci_failures,
+            "linked": self.linked,
         }

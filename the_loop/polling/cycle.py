@@ -3,9 +3,11 @@
 Per repository: a round of the intake over its live sessions; the kept listing
 brought up to date (what changed since its cursor); the comments since the comment
 cursor (with none, a window of the newest only: first sight reads no history), each
-fed to the round in order; then the round delivers what waits and applies closures,
-and the cursor moves. A repository that fails is reported and the others still run.
-An idle cycle (every read a 304) writes nothing.
+fed to the round in order; the watched pull requests' CI (:mod:`checks`: read after the
+listing, handed to the round after the comments); then the round delivers what waits
+and applies closures, and the cursor moves. A repository that fails is reported and the
+others still run. An idle cycle (every read a 304) writes nothing but the heads' turn
+in ``local/poll-heads.json``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from the_loop.intake.events import comments_from_json
 from the_loop.intake.intake import Intake, Round
 from the_loop.intake.ports import CycleCounts, Json
 from the_loop.intake.pulls import pulls_from_json
+from the_loop.polling.checks import feed_checks, note_heads, read_checks
 from the_loop.polling.listing import PolledItems, cursor_stamp, iso, read_listing, window_start
 from the_loop.polling.reads import PollSettings, ReaderPorts
 from the_loop.polling.review_reads import read_reviews, reviews_cursor_key
@@ -51,6 +54,7 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
         warn=ports.warn,
     )
     _link_pulls(name, round_, items, reads, intake)
+    checks = read_checks(name, round_, items, reads, intake)
     cursor = reads.cursors.get(name)
     read_from = None if cursor is None else window_start(cursor)  # no time: no cursor
     round_.watch(listed=items.listing.labelled(repository), knowledge=items, read_from=read_from)
@@ -71,6 +75,7 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
     reviewed = None
     if not intake.stopping():
         reviewed = read_reviews(name, round_, items, reads, intake, comments_from=read_from)
+    feed_checks(round_, reads, checks)  # after the comments: a stop they ran records only
     _deliver_and_close(name, round_, items, reads, intake)
     if newest is not None and newest != cursor:
         reads.cursors.set(name, newest)
@@ -91,6 +96,7 @@ def _link_pulls(
     if not page.not_modified:
         found = pulls_from_json(page.entries, repository=round_.repository, warn=intake.ports.warn)
         linked = {pr.number for pr in round_.pulls(found)}
+        note_heads(reads, round_, found)
         for data in page.entries:
             if data.get("number") in linked:
                 items.remember(data)  # kept from now on: its state is known, not asked

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from the_loop.intake.ports import IntakeSettings, Json
+from the_loop.polling.ci_ports import CheckReads, HeadsCache, MemoryHeads
 from the_loop.polling.watch_cache import RepositoryListing
 from the_loop.ref import WorkItemRef
 
@@ -126,3 +127,6 @@ class ReaderPorts:
     github: GitHubReads
     cursors: Cursors
     watch_cache: WatchCache = field(default_factory=MemoryWatchCache)
+    #: A pull request's CI (None: this reader reads none) and the heads it watches.
+    checks: CheckReads | None = None
+    heads: HeadsCache = field(default_factory=MemoryHeads)

@@ -97,15 +97,14 @@ def warnings_for(context: Context) -> list[str]:
 
 
 def _how_found(daemon: RunningDaemon) -> str:
-    """Which evidence says the daemon runs: the poller's lock, or a live pid."""
+    """Which evidence says the daemon runs: the lock on its pidfile, or a live pid."""
     if daemon.evidence == "lock":
         return f"pid {daemon.pid} holds the lock on {daemon.pidfile}"
-    if daemon.name == "poller":
-        return (
-            f"{daemon.pidfile} names the live pid {daemon.pid}, which holds no lock on it: "
-            "a poller of an older release, or a pid since reused"
-        )
-    return f"pid {daemon.pid}"
+    who = "a poller of an older release" if daemon.name == "poller" else "another program"
+    return (
+        f"{daemon.pidfile} names the live pid {daemon.pid}, which holds no lock on it: "
+        f"{who}, or a pid since reused"
+    )
 
 
 def run(args: argparse.Namespace) -> Result:

@@ -1,0 +1,240 @@
+"""``the-loop webhook [--insecure] | --print-setup | status | stop``: receive GitHub's pushes.
+
+The receiver (:class:`the_loop.webhook.server.Receiver`, imported here alone) runs in the
+foreground under an exclusive ``flock`` on ``<root>/<webhook.pidfile>``, keeping every
+accepted delivery in ``local/webhook-inbox/`` (decision 019).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from the_loop.commands.common import Context, format_parent, load_context, state_dir_parent, warn
+from the_loop.commands.render import Result, progress
+from the_loop.errors import TheLoopError, UsageError
+
+if TYPE_CHECKING:
+    from the_loop.dispatch.daemons import PollerLock
+    from the_loop.eventlog.log import EventLog
+    from the_loop.webhook.inbox import Inbox
+    from the_loop.webhook.settings import ReceiverSettings
+
+STOP_TIMEOUT_SECONDS = 30.0
+DAEMON = "webhook receiver"
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``webhook`` and its ``status`` and ``stop`` actions."""
+    parents = [state_dir_parent(), format_parent()]
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "webhook",
+        parents=parents,
+        help="receive GitHub's webhook deliveries and keep them in a durable inbox",
+        description="Run the webhook receiver in the foreground until SIGTERM or SIGINT: each "
+        "signed delivery GitHub POSTs to webhook.host:webhook.port/webhook.path is written to "
+        "the inbox under local/ before it is answered 202. Acting on the inbox is not in this "
+        "release yet: the poller still delivers comments.",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--insecure",
+        action="store_true",
+        help="run without a secret (no signature is checked); refused off a loopback address",
+    )
+    mode.add_argument(
+        "--print-setup",
+        action="store_true",
+        help="print what to enter on GitHub and how to reach this machine; start nothing",
+    )
+    parser.set_defaults(func=run_webhook, action=None)
+    actions = parser.add_subparsers(dest="action", metavar="<action>")
+    status = actions.add_parser(
+        "status", parents=parents, help="say whether a receiver runs, and what it received"
+    )
+    status.set_defaults(func=run_status)
+    stop = actions.add_parser("stop", parents=parents, help="stop the running receiver")
+    stop.set_defaults(func=run_stop)
+    return parser
+
+
+def _inbox(context: Context) -> Inbox:
+    from the_loop.webhook.inbox import Inbox
+
+    local = context.layout
+    return Inbox(
+        local.local_dir / "webhook-inbox", lock_path=local.local_locks_dir / "webhook-inbox.lock"
+    )
+
+
+def _status_path(context: Context) -> Path:
+    from the_loop.webhook.status import status_path
+
+    return status_path(context.layout.local_dir)
+
+
+def receiver_settings(context: Context, *, insecure: bool) -> ReceiverSettings:
+    """The receiver's settings from the config and the secret's variable. ``UsageError``
+    (exit 2): no secret without ``--insecure``, or ``--insecure`` off a loopback address."""
+    from the_loop.webhook.settings import ReceiverSettings, is_loopback
+
+    config = context.config
+    host, port = config.get_str("webhook.host"), int(config.get_float("webhook.port"))
+    variable = config.get_str("webhook.secretEnv")
+    secret = os.environ.get(variable, "")
+    if insecure and not is_loopback(host):
+        raise UsageError(
+            f"--insecure is refused on {host}: unsigned deliveries are taken only on a "
+            "loopback address (set webhook.host to 127.0.0.1, or set the secret)"
+        )
+    if not secret and not insecure:
+        raise UsageError(
+            f"no webhook secret: ${variable} (webhook.secretEnv) is unset or empty, so the "
+            "receiver did not start; set it to the secret entered on GitHub "
+            "(`the-loop webhook --print-setup`), or try it on a loopback address with --insecure"
+        )
+    if not secret:
+        warn(
+            f"webhook: --insecure: ${variable} is not set, so no signature is checked: "
+            f"anyone who can reach {host}:{port} can put deliveries in the inbox"
+        )
+    # surrogateescape gives back the variable's own bytes, whatever the locale made of them
+    key = secret.encode("utf-8", "surrogateescape") if secret else None
+    return ReceiverSettings(host, port, config.get_str("webhook.path"), key)
+
+
+def run_webhook(args: argparse.Namespace) -> Result:
+    """The receiver until SIGTERM or SIGINT (exit 0), or ``--print-setup``."""
+    context = load_context(args)
+    if args.print_setup:
+        from the_loop.commands.webhook_setup import setup_result
+
+        return setup_result(context)
+    settings = receiver_settings(context, insecure=args.insecure)
+    from the_loop.dispatch.daemons import PollerLock
+    from the_loop.eventlog.log import EventLog
+
+    events = EventLog(context.layout.event_log, source="webhook")
+    lock = PollerLock(context.layout.pidfile, daemon=DAEMON)
+    lock.acquire()
+    try:
+        return _serve(context, settings, lock, events)
+    finally:
+        lock.release()
+
+
+def _serve(
+    context: Context, settings: ReceiverSettings, lock: PollerLock, events: EventLog
+) -> Result:
+    from the_loop.webhook.server import Receiver
+
+    def check_lock() -> None:
+        if lock.check():
+            warn(f"webhook: {lock.path} was removed or replaced; this receiver holds it again")
+            events.emit("webhook.pidfile_restored", "warning", pidfile=str(lock.path))
+
+    inbox = _inbox(context)
+    receiver = Receiver(
+        settings,
+        inbox=inbox,
+        events=events,
+        status_file=_status_path(context),
+        tick=check_lock,
+    )
+    host, port = receiver.bind()
+    url = receiver.tally.snapshot()["url"]
+    events.emit(
+        "webhook.started",
+        "warning" if settings.insecure else "info",
+        host=host,
+        port=port,
+        path=settings.path,
+        insecure=settings.insecure,
+    )
+    progress(f"webhook: listening on {url} (pid {os.getpid()}); the inbox is {inbox.directory}")
+    receiver.serve(handle_signals=True)
+    counts = receiver.tally.counts
+    events.emit(
+        "webhook.stopped",
+        signal=receiver.signal_name,
+        accepted=counts["accepted"],
+        duplicate=counts["duplicate"],
+        rejected=counts["rejected"],
+    )
+    said = ", ".join(f"{value} {key}" for key, value in receiver.tally.counts.items())
+    item = {"stopped": True, "signal": receiver.signal_name, "url": url, **receiver.tally.counts}
+    return Result(items=(item,), text=lambda: (f"webhook: stopped ({said})",))
+
+
+def run_status(args: argparse.Namespace) -> Result:
+    """Running or not (by the lock), its pid and address, what it received since it
+    started, the last delivery's time, and how many deliveries wait in the inbox."""
+    from the_loop.dispatch.daemons import lock_holder
+    from the_loop.webhook.status import read_status
+
+    context = load_context(args)
+    pid = lock_holder(context.layout.pidfile)
+    status = read_status(_status_path(context))
+    pending = len(_inbox(context).pending())
+    if status is not None and pid is not None and status.get("pid") != pid:
+        status = None  # an earlier run's: the one running has not written its own yet
+    item = {"running": pid is not None, "pid": pid, "status": status, "pending": pending}
+    return Result(items=(item,), text=lambda: status_lines(pid, status, pending))
+
+
+def status_lines(pid: int | None, status: Mapping[str, Any] | None, pending: int) -> list[str]:
+    """``webhook status``'s lines."""
+    if pid is None:
+        lines = ["webhook: not running"]
+        if status is not None:
+            lines.append(
+                f"webhook: the last receiver (pid {status.get('pid')}) ran on {status.get('url')} "
+                f"from {status.get('startedAt')} to {status.get('stoppedAt') or 'its end'}: "
+                f"{_counts(status)}"
+            )
+    elif status is None:
+        lines = [f"webhook: running (pid {pid}); it has written no status yet"]
+    else:
+        lines = [
+            f"webhook: running (pid {pid}) on {status.get('url')} since {status.get('startedAt')}"
+            + (" without a secret (--insecure)" if status.get("insecure") else ""),
+            f"webhook: since it started: {_counts(status)}",
+        ]
+    lines.append(f"webhook: {pending} deliveries in the inbox not processed yet")
+    return lines
+
+
+def _counts(status: Mapping[str, Any]) -> str:
+    keys = ("accepted", "duplicate", "rejected", "ignored", "ping")
+    said = ", ".join(f"{status.get(key, 0)} {key}" for key in keys)
+    last = status.get("lastDeliveryAt")
+    return said + (f"; last delivery at {last}" if last else "; no delivery yet")
+
+
+def run_stop(args: argparse.Namespace) -> Result:
+    """Signal the lock's holder and wait for the lock; exit 1 after the timeout."""
+    from the_loop.dispatch.daemons import lock_holder
+
+    context = load_context(args)
+    path = context.layout.pidfile
+    pid = lock_holder(path)
+    if pid is None:
+        text = ("webhook: not running",)
+        return Result(items=({"stopped": False, "pid": None},), text=lambda: text)
+    if pid <= 0:  # never os.kill(-1): that would signal every process this user may
+        raise TheLoopError(f"a process holds {path}, but the file names no pid to signal")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+    while lock_holder(path) is not None:
+        if time.monotonic() > deadline:
+            raise TheLoopError(
+                f"the webhook receiver (pid {pid}) still holds {path} after the timeout"
+            )
+        time.sleep(0.1)
+    text = (f"webhook: stopped pid {pid}",)
+    return Result(items=({"stopped": True, "pid": pid},), text=lambda: text)
