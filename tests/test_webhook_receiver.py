@@ -278,6 +278,8 @@ def test_the_status_file_counts_what_the_receiver_answered(tmp_path: Path) -> No
 
 
 def test_an_inbox_that_cannot_be_written_is_503_and_one_event(running: Running) -> None:
+    # An answer first: the receiver has opened its inbox (its thread may start late).
+    assert deliver(running.address, {"zen": "x"}, delivery="d-up", event="ping").status == 200
     running.inbox.directory.parent.mkdir(parents=True, exist_ok=True)
     running.inbox.directory.write_text("in the way", "utf-8")  # no directory can be made here
     answer = deliver(running.address, comment_payload(), delivery="d-lost")
