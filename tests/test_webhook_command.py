@@ -262,3 +262,15 @@ def test_print_setup_says_what_to_enter_on_github_and_starts_nothing(
     assert (item["contentType"], item["secretSet"]) == ("application/json", False)
     assert not world.layout.pidfile.exists()
     assert not (world.layout.local_dir / "webhook-inbox").exists()
+
+
+def test_an_inbox_that_cannot_be_read_is_one_line_and_exit_1_not_a_traceback(
+    world: Receiving, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_VARIABLE, SECRET)
+    inbox = world.layout.local_dir / "webhook-inbox"
+    inbox.parent.mkdir(parents=True, exist_ok=True)
+    inbox.write_text("in the way", "utf-8")
+    code, _, err = world.run_cli(["webhook"])
+    assert code == 1, err
+    assert f"the inbox {inbox} cannot be read" in err and "Traceback" not in err

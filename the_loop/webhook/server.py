@@ -103,7 +103,12 @@ class Receiver:
         """
         if self._socket is None:
             self.bind()
-        self.inbox.open()
+        try:
+            self.inbox.open()
+        except OSError as error:  # one line naming it, never a traceback
+            raise TheLoopError(
+                f"the inbox {self.inbox.directory} cannot be read: {error}"
+            ) from error
         switching = sys.getswitchinterval()
         # The loop must not wait 5 ms for the GIL each time the writer's thread holds it.
         sys.setswitchinterval(SWITCH_INTERVAL)
