@@ -28,7 +28,7 @@ from the_loop.commands.poll_report import (
 )
 from the_loop.commands.render import Result, progress
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
-from the_loop.dispatch.daemons import PollerLock, poller_holder
+from the_loop.dispatch.daemons import PollerLock, poller_holder, stop_holder
 from the_loop.errors import TheLoopError, UsageError
 from the_loop.fsio import write_json
 from the_loop.github.backoff import Backoffs
@@ -257,17 +257,9 @@ def run_stop(args: argparse.Namespace) -> Result:
     """Signal the lock's holder and wait for the lock; exit 1 after the timeout."""
     context = load_context(args)
     path = context.layout.poll_pidfile
-    pid = poller_holder(path)
+    pid = stop_holder(path, name="poller", timeout=STOP_TIMEOUT_SECONDS)
     if pid is None:
         return Result(items=({"stopped": False, "pid": None},), text=lambda: ("poll: not running",))
-    if pid <= 0:  # locked, but the holder wrote no pid yet: never signal a process group
-        raise TheLoopError(f"a poller holds {path} but its pid is not written there yet; try again")
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-    while poller_holder(path) is not None:
-        if time.monotonic() > deadline:
-            raise TheLoopError(f"the poller (pid {pid}) still holds {path} after the timeout")
-        time.sleep(0.1)
     return Result(
         items=({"stopped": True, "pid": pid},), text=lambda: (f"poll: stopped pid {pid}",)
     )

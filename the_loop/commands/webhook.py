@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import Context, format_parent, load_context, state_dir_parent, warn
 from the_loop.commands.render import Result, progress
-from the_loop.errors import TheLoopError, UsageError
+from the_loop.errors import UsageError
 
 if TYPE_CHECKING:
     from the_loop.dispatch.daemons import PollerLock
@@ -218,23 +216,13 @@ def _counts(status: Mapping[str, Any]) -> str:
 
 def run_stop(args: argparse.Namespace) -> Result:
     """Signal the lock's holder and wait for the lock; exit 1 after the timeout."""
-    from the_loop.dispatch.daemons import lock_holder
+    from the_loop.dispatch.daemons import stop_holder
 
     context = load_context(args)
     path = context.layout.pidfile
-    pid = lock_holder(path)
+    pid = stop_holder(path, name="webhook receiver", timeout=STOP_TIMEOUT_SECONDS)
     if pid is None:
         text = ("webhook: not running",)
         return Result(items=({"stopped": False, "pid": None},), text=lambda: text)
-    if pid <= 0:  # never os.kill(-1): that would signal every process this user may
-        raise TheLoopError(f"a process holds {path}, but the file names no pid to signal")
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-    while lock_holder(path) is not None:
-        if time.monotonic() > deadline:
-            raise TheLoopError(
-                f"the webhook receiver (pid {pid}) still holds {path} after the timeout"
-            )
-        time.sleep(0.1)
     text = (f"webhook: stopped pid {pid}",)
     return Result(items=({"stopped": True, "pid": pid},), text=lambda: text)

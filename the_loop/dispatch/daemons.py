@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -224,3 +226,22 @@ def lock_holder(path: Path) -> int | None:
 
 #: The poller's name for :func:`lock_holder`.
 poller_holder = lock_holder
+
+
+def stop_holder(path: Path, *, name: str, timeout: float) -> int | None:
+    """SIGTERM the process holding the lock on ``path`` and wait until the lock is free:
+    its pid, or None when nobody holds it. A lock whose file names no pid yet is refused
+    (``os.kill(-1)`` would signal every process of the user); ``TheLoopError`` too when
+    the lock is still held after ``timeout`` seconds."""
+    pid = lock_holder(path)
+    if pid is None:
+        return None
+    if pid <= 0:
+        raise TheLoopError(f"a {name} holds {path} but its pid is not written there yet; try again")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while lock_holder(path) is not None:
+        if time.monotonic() > deadline:
+            raise TheLoopError(f"the {name} (pid {pid}) still holds {path} after the timeout")
+        time.sleep(0.1)
+    return pid
