@@ -59,6 +59,12 @@ class RefusingReads:
     def review_comment(self, repository: str, comment_id: int) -> Json:
         raise AssertionError("not read")
 
+    def review(self, repository: str, number: int, review_id: int) -> Json:
+        raise AssertionError("not read")
+
+    def review_comments_of(self, repository: str, number: int, review_id: int) -> ListingPage:
+        raise AssertionError("not read")
+
     def item(self, ref: WorkItemRef) -> Json:
         raise self.error
 

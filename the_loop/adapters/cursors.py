@@ -3,6 +3,7 @@ the-loop posted, in ``local/poll-cursors.json`` (machine-local, locked, atomic).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -21,36 +22,53 @@ class FileCursors:
     _data: dict[str, Any] = field(default_factory=dict[str, Any])
 
     def __post_init__(self) -> None:
+        self._data = self._read()
+
+    def _read(self) -> dict[str, Any]:
         try:
             loaded = read_json(self.path)
         except (OSError, ValueError):
             loaded = None
-        self._data = cast(dict[str, Any], loaded) if isinstance(loaded, dict) else {}
+        return cast(dict[str, Any], loaded) if isinstance(loaded, dict) else {}
 
     def _repositories(self) -> dict[str, str]:
-        found = self._data.get("repositories")
-        return cast(dict[str, str], found) if isinstance(found, dict) else {}
+        return _repositories(self._data)
 
     def get(self, repository: str) -> str | None:
         value = self._repositories().get(repository)
         return value if isinstance(value, str) else None
 
     def set(self, repository: str, cursor: str) -> None:
-        self._data["repositories"] = {**self._repositories(), repository: cursor}
-        self._save()
+        def change(data: dict[str, Any]) -> None:
+            data["repositories"] = {**_repositories(data), repository: cursor}
+
+        self._change(change)
 
     def posted(self) -> frozenset[int]:
-        ids = self._data.get("posted")
-        return (
-            frozenset(i for i in cast(list[Any], ids) if isinstance(i, int))
-            if isinstance(ids, list)
-            else frozenset()
-        )
+        return _posted(self._data)
 
     def remember_posted(self, comment_id: int) -> None:
-        self._data["posted"] = sorted({*self.posted(), comment_id})[-1000:]
-        self._save()
+        def change(data: dict[str, Any]) -> None:
+            data["posted"] = sorted({*_posted(data), comment_id})[-1000:]
 
-    def _save(self) -> None:
+        self._change(change)
+
+    def _change(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """One locked read-modify-write: another reader's cursor or id is never rolled back."""
         with locked(self.lock_path):
-            write_json(self.path, self._data)
+            data = self._read()
+            change(data)
+            write_json(self.path, data)
+        self._data = data
+
+
+def _repositories(data: dict[str, Any]) -> dict[str, str]:
+    found = data.get("repositories")
+    return cast(dict[str, str], found) if isinstance(found, dict) else {}
+
+
+def _posted(data: dict[str, Any]) -> frozenset[int]:
+    ids = data.get("posted")
+    if not isinstance(ids, list):
+        return frozenset()
+    return frozenset(i for i in cast(list[Any], ids) if isinstance(i, int))

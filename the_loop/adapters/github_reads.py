@@ -142,6 +142,19 @@ class ClientReads:
         path = f"/repos/{repository}/pulls/{number}/reviews"
         return self._listing(repository, path, {"per_page": 100}, keep=False, beyond="last")
 
+    def review(self, repository: str, number: int, review_id: int) -> Json:
+        """One review of pull request ``number``, read in full."""
+        path = f"/repos/{repository}/pulls/{number}/reviews/{review_id}"
+        return self._object(repository, path, {}, conditional=False).data
+
+    def review_comments_of(self, repository: str, number: int, review_id: int) -> ListingPage:
+        """The inline comments review ``review_id`` was submitted with, read in full."""
+        path = f"/repos/{repository}/pulls/{number}/reviews/{review_id}/comments"
+        params: dict[str, str | int] = {"per_page": 100}
+        return self._listing(
+            repository, path, params, keep=False, conditional=False, beyond="first"
+        )
+
     def review_comment(self, repository: str, comment_id: int) -> Json:
         """One inline review comment; a refusal for anything that is not an object."""
         path = f"/repos/{repository}/pulls/comments/{comment_id}"

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from the_loop.adapters.actions import Actions, live_sessions
 from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
@@ -21,6 +22,7 @@ from the_loop.adapters.stores import Stores
 from the_loop.adapters.watch_file import FileWatchCache
 from the_loop.config.file import Config
 from the_loop.dispatch.dispatcher import Dispatcher
+from the_loop.fsio import locked
 from the_loop.github.backoff import PostSpacer
 from the_loop.github.client import GitHubClient
 from the_loop.github.etags import FileEtagCache
@@ -124,7 +126,19 @@ def intake_ports(
         permission=permission,
         link=partial(_link, stores, warn),
         acknowledge=acknowledge,
+        hold=partial(_hold, stores.layout.local_locks_dir / HOLDS_DIR),
     )
+
+
+#: Under ``local/locks/``: one lock per work item, held across a delivery or a closure
+#: by whichever reader (the poller, the webhook receiver) does it.
+HOLDS_DIR = "intake"
+
+
+def _hold(directory: Path, ref: WorkItemRef) -> AbstractContextManager[None]:
+    """The intake's ``hold``: an exclusive ``flock`` on the item's lock file (one name
+    for every spelling of the ref: GitHub's names ignore case)."""
+    return locked(directory / f"{ref.slug.casefold()}.lock")
 
 
 def _link(stores: Stores, warn: Callable[[str], None], owner: WorkItemRef, pr: WorkItemRef) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,8 @@ from the_loop.commands.render import Result, progress
 from the_loop.errors import UsageError
 
 if TYPE_CHECKING:
+    import threading
+
     from the_loop.dispatch.daemons import PollerLock
     from the_loop.eventlog.log import EventLog
     from the_loop.webhook.inbox import Inbox
@@ -25,6 +28,14 @@ if TYPE_CHECKING:
 
 STOP_TIMEOUT_SECONDS = 30.0
 DAEMON = "webhook receiver"
+
+
+@dataclass(frozen=True)
+class Feeding:
+    """The processing side's thread, and how to ask it to stop."""
+
+    stopping: threading.Event
+    thread: threading.Thread
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,8 +47,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="receive GitHub's webhook deliveries and keep them in a durable inbox",
         description="Run the webhook receiver in the foreground until SIGTERM or SIGINT: each "
         "signed delivery GitHub POSTs to webhook.host:webhook.port/webhook.path is written to "
-        "the inbox under local/ before it is answered 202. Acting on the inbox is not in this "
-        "release yet: the poller still delivers comments.",
+        "the inbox under local/ before it is answered 202, then fed to the same intake as the "
+        "poller's (with a GitHub token: $GITHUB_TOKEN, or integrations.github.tokenEnv's).",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -155,7 +166,14 @@ def _serve(
         insecure=settings.insecure,
     )
     progress(f"webhook: listening on {url} (pid {os.getpid()}); the inbox is {inbox.directory}")
-    receiver.serve(handle_signals=True)
+    feeder = _start_feeder(context, inbox, events)
+    try:
+        receiver.serve(handle_signals=True)
+    finally:
+        if feeder is not None:  # what it is feeding ends at the next item; the rest waits
+            feeder.stopping.set()
+            inbox.arrived.set()
+            feeder.thread.join()
     counts = receiver.tally.counts
     events.emit(
         "webhook.stopped",
@@ -167,6 +185,28 @@ def _serve(
     said = ", ".join(f"{value} {key}" for key, value in receiver.tally.counts.items())
     item = {"stopped": True, "signal": receiver.signal_name, "url": url, **receiver.tally.counts}
     return Result(items=(item,), text=lambda: (f"webhook: stopped ({said})",))
+
+
+def _start_feeder(context: Context, inbox: Inbox, events: EventLog) -> Feeding | None:
+    """The processing side in a thread of its own, or None (a line says why) without a
+    GitHub token: the deliveries then wait in the inbox."""
+    import threading
+
+    from the_loop.commands.poll_cycle import github_token
+    from the_loop.commands.webhook_feed import InboxFeeder
+
+    token = github_token(context)
+    if not token:
+        warn(
+            "webhook: no GitHub token ($GITHUB_TOKEN, $GH_TOKEN, or integrations.github.tokenEnv's "
+            "variable): deliveries are kept in the inbox and acted on once a receiver with a "
+            "token runs"
+        )
+        return None
+    feeder = InboxFeeder(context, inbox, token, events, threading.Event())
+    thread = threading.Thread(target=feeder.run, name="webhook-feed")
+    thread.start()
+    return Feeding(feeder.stopping, thread)
 
 
 def run_status(args: argparse.Namespace) -> Result:

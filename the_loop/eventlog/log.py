@@ -131,6 +131,16 @@ EVENT_TYPES: dict[str, str] = {
     "webhook.ignored": "A signed delivery of an event the-loop does not act on was answered 202 "
     "and not stored (delivery, github_event, peer).",
     "webhook.ping": "GitHub's signed ping was answered 200 (delivery, peer).",
+    "webhook.processed": "A batch of the inbox's deliveries was fed to the intake (deliveries: "
+    "handled and marked processed; ignored; delivered, commands, reviews, ci_failures, closed: "
+    "what the intake did; failed: the repositories whose round failed, their deliveries kept; "
+    "requests: GitHub requests it made).",
+    "webhook.not_acted": "A stored delivery the intake does not act on was marked processed "
+    "(delivery, github_event, action, reason: an action not acted on, a repository not in "
+    "polling.repositories, or a payload without what its event needs).",
+    "webhook.given_up": "A delivery whose repository's round failed five batches in a row was "
+    "marked processed without being acted on; the poller reconciles what it said (delivery, "
+    "github_event, attempts, error).",
     "webhook.rejected": "A request was refused with a plain-text answer, or ended by its client "
     "before one (status: 400, 401, 404, 405, 408, 411, 413, 431, 500 or 503; reason: the check "
     "that refused it; delivery and github_event when sent in GitHub's form; peer; error: for a "

@@ -60,12 +60,19 @@ def close_finished(
 
 
 def _close_work_item(issue: Issue, intake: Intake) -> None:
-    ports, ref = intake.ports, issue.ref
     item = ItemState(issue.is_open, issue.merged, issue.closed_by, issue.gone)
     known = KnownState(Role.WORK_ITEM, live=True)
     decision = decide_closure(item, known, authorized=intake.settings.policy.authorized)
     if decision.action is not ClosureAction.CLOSE_SESSION:
         return
+    with intake.ports.hold(issue.ref):
+        if any(s.ref == issue.ref for s in intake.ports.sessions()):  # not closed meanwhile
+            _close_session(issue, decision, intake)
+
+
+def _close_session(issue: Issue, decision: ClosureDecision, intake: Intake) -> None:
+    """The one close path for a live session whose item closed, merged or went."""
+    ports, ref = intake.ports, issue.ref
     ports.ledger.change(ref, lambda entry: _record_state(entry, decision.state, issue.gone))
     if issue.gone:
         ports.close_gone(ref, issue.gone)

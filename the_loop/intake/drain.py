@@ -95,8 +95,9 @@ def _rows(stored: Ledger) -> list[Row]:
 def drain(session: LiveSession, intake: Intake) -> None:
     """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in
     order; then acknowledge on GitHub what was delivered and not yet acknowledged."""
-    _Pane(session.ref, session.tmux_target, intake).drain()
-    acknowledge_delivered(session.ref, intake)
+    with intake.ports.hold(session.ref):  # another reader's attempt ends first
+        _Pane(session.ref, session.tmux_target, intake).drain()
+        acknowledge_delivered(session.ref, intake)
 
 
 class _Pane:

@@ -10,7 +10,7 @@ closed items. It never knows whether a value came from a poll or a push.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -214,12 +214,15 @@ class Round:
             outcome=outcome,
         )
 
-    def deliver(self) -> None:
-        """Deliver what waits for each active watched session, as the commands left them."""
+    def deliver(self, only: Collection[WorkItemRef] | None = None) -> None:
+        """Deliver what waits for each active watched session, as the commands left them
+        (``only``: just the sessions of these items, the ones a push touched)."""
         intake = self.intake
         for session in intake.ports.sessions():
             if intake.stopping():
                 break
+            if only is not None and session.ref not in only:
+                continue
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
                 drain(session, intake)
 
@@ -357,14 +360,19 @@ class Round:
             "text": delivery_text(comment, trusted=trusted),
         }
 
+        queued: list[bool] = []
+
         def change(ledger: Ledger) -> None:
+            if str(comment.id) in ledger["seenComments"]:
+                return  # another reader queued (or settled) it since this one looked
             ledger["seenComments"].append(str(comment.id))
             rows = ledger.get(DELIVERIES)
             ledger[DELIVERIES] = [*(rows if isinstance(rows, list) else []), row]  # pyright: ignore[reportUnknownArgumentType]
+            queued.append(True)
 
         ports = self.intake.ports
         ports.ledger.change(comment.work_item, change)
-        if outcome is Outcome.HOLD:
+        if outcome is Outcome.HOLD and queued:
             ports.emit("poll.comment_held", work_item=comment.work_item.ref, comment_id=comment.id)
 
 

@@ -9,6 +9,7 @@ collaborator raises :class:`~the_loop.errors.TheLoopError` with a sentence on fa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -153,6 +154,11 @@ class IntakePorts:
     #: The 👀 on each delivered comment and review (None: ``integrations.github.acknowledge``
     #: is off, or this reader acknowledges nothing).
     acknowledge: Acknowledge | None = None
+    #: ``hold(ref)``: the item's exclusive hold for one whole delivery (pending, paste and
+    #: mark, delivered) and one closure, shared by every reader on this state root, so a
+    #: ``pending`` another live process holds is never taken for a crash's (the default
+    #: holds nothing: one reader alone).
+    hold: Callable[[WorkItemRef], AbstractContextManager[None]] = lambda _ref: nullcontext()
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was

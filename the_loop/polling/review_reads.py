@@ -73,14 +73,14 @@ def read_reviews(
             what=f"a review of {ref.ref}",
             warn=warn,
         )
-    heads = _thread_heads(name, comments, round_.repository, reads, warn)
+    heads = thread_heads(name, comments, round_.repository, reads, warn)
     round_.reviews(reviews, comments, read_from=start, thread_heads=heads)
     stamps = [cursor_stamp(c.created_at) for c in comments]
     newest = max((s for s in stamps if s is not None), default=None)
     return max(filter(None, (newest, cursor, items.listing.cursor)), default=None)
 
 
-def _thread_heads(
+def thread_heads(
     name: str,
     comments: list[ReviewComment],
     repository: WorkItemRef,

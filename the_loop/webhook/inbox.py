@@ -112,6 +112,8 @@ class Inbox:
         self._last_sequence = 0
         self._remember_at_most = REMEMBERED
         self._journal = Journal(directory)
+        #: Set each time a delivery is stored: the processing side of this process waits on it.
+        self.arrived = threading.Event()
 
     # -- the receiving side -------------------------------------------------------------
 
@@ -156,6 +158,7 @@ class Inbox:
                 for index, delivery, done, _ in mine:
                     self._finish(delivery.delivery_id, done, stored=True)
                     stored[index] = True
+                self.arrived.set()
             for event in busy:
                 event.wait()
         return stored
