@@ -147,10 +147,19 @@ class Round:
         )
 
     def comment(self, comment: IssueComment) -> None:
-        """One new or edited comment: first sight, or settled, a command, queued, or seen."""
+        """One new or edited comment: first sight, or settled, a command, queued, or seen;
+        under the item's hold, so a command another reader runs on it (a start's spawn)
+        has ended, and is seen, before this comment is decided."""
         ref = comment.work_item
         if ref in self.first_seen:
             return  # its whole thread was baselined this round
+        with self.intake.ports.hold(ref):
+            if ref not in self.sessions:  # another reader may have started it since
+                self.sessions = self.intake.live_sessions(self.repository)
+            self._decide(comment)
+
+    def _decide(self, comment: IssueComment) -> None:
+        ref = comment.work_item
         ledger, counts = self.intake.ports.ledger, self.intake.counts
         watched = ref in self.watched
         if watched and (self.read_from is None or not ledger.is_known(ref)):
