@@ -76,6 +76,11 @@ def interval_seconds(config: Config) -> float:
     return config.get_float("polling.intervalSeconds", DEFAULT_INTERVAL)
 
 
+def reconcile_seconds(config: Config) -> float:
+    """``polling.reconcileSeconds``: the cycle beside a webhook receiver that counts."""
+    return max(config.get_float("polling.reconcileSeconds"), 1.0)
+
+
 def acknowledge_port(config: Config, client: GitHubClient) -> Acknowledge | None:
     """The 👀 on each delivery over ``client``, or None when
     ``integrations.github.acknowledge`` is off."""

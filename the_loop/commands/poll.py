@@ -1,7 +1,8 @@
 """``the-loop poll [--once] | poll status | poll stop``: watch GitHub and close the loop.
 
 One cycle (``--once``) or the daemon (a cycle every ``polling.intervalSeconds`` from
-cycle start, the config re-read each cycle) under an exclusive ``flock`` on
+cycle start, or ``polling.reconcileSeconds`` beside a webhook receiver that counts, the
+config re-read each cycle) under an exclusive ``flock`` on
 ``<root>/poll.pid``. The cycle itself is :func:`the_loop.polling.cycle.run_cycle`.
 """
 
@@ -14,6 +15,7 @@ import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -185,10 +187,12 @@ def _test_hook(stop: StopRequest) -> Any:
 
 
 def _daemon(args: argparse.Namespace, stop: StopRequest, lock: PollerLock) -> Result:
-    """A cycle every interval from cycle start, until a stop request (exit 0)."""
+    """A cycle every interval from cycle start, until a stop request (exit 0); beside a
+    webhook receiver that counts, every ``polling.reconcileSeconds`` (:mod:`poll_reconcile`)."""
     from the_loop.adapters.poll_factory import interval_seconds
+    from the_loop.commands.poll_reconcile import Reconciler
 
-    cycles, cut_short = 0, False
+    cycles, cut_short, reconciler = 0, False, Reconciler()
     context = load_context(args)
     backoffs = saved_backoff(context)
     _stores(context).events.emit("poll.started", interval_seconds=interval_seconds(context.config))
@@ -204,7 +208,8 @@ def _daemon(args: argparse.Namespace, stop: StopRequest, lock: PollerLock) -> Re
         except TheLoopError as error:
             warn(f"poll: the cycle failed: {error}")
         cycles += 1
-        _wait_holding(lock, stop, max(wait - (time.monotonic() - started), 0.0), context)
+        sleep = partial(_wait_holding, lock, stop, context=context)
+        reconciler.wait(context, started=started, normal=wait, sleep=sleep, stop=stop)
     stop.emit_stopped(context, cycles=cycles, cut_short=cut_short)
     return Result(
         items=({"cycles": cycles},), text=lambda: (f"poll: stopped after {cycles} cycles",)
@@ -223,7 +228,7 @@ def _say_cycle(report: dict[str, Any]) -> None:
 LOCK_CHECK_SECONDS = 2.0
 
 
-def _wait_holding(lock: PollerLock, stop: StopRequest, seconds: float, context: Context) -> None:
+def _wait_holding(lock: PollerLock, stop: StopRequest, seconds: float, *, context: Context) -> None:
     """Wait ``seconds`` or until a stop, checking the lock every few seconds: a pidfile
     removed or replaced by a file nobody locks is taken again (said on stderr and in the
     log); one another poller holds now ends this one (``TheLoopError``, exit 1)."""
@@ -242,15 +247,21 @@ def _stores(context: Context) -> Stores:
 
 
 def run_status(args: argparse.Namespace) -> Result:
-    """Running or not (by the lock), its pid, the last cycle's report, and who backs off:
-    the token's rate limit (every repository) or a repository for its own failures."""
+    """Running or not (by the lock), its pid, the last cycle's report, the webhook
+    receiver it reconciles behind, and who backs off: the token's rate limit (every
+    repository) or a repository for its own failures."""
+    from the_loop.commands.poll_reconcile import status_reconciling
+
     context = load_context(args)
     pid = poller_holder(context.layout.poll_pidfile)
     last = last_cycle(context)
     waits, wait_lines = status_waits(last)
-    item = {"running": pid is not None, "pid": pid, "lastCycle": last, **waits}
+    behind, behind_lines = status_reconciling(context, running=pid is not None)
+    item = {"running": pid is not None, "pid": pid, "lastCycle": last, **behind, **waits}
     line = f"poll: running (pid {pid})" if pid is not None else "poll: not running"
-    return Result(items=(item,), text=lambda: (line, *status_lines(last), *wait_lines))
+    return Result(
+        items=(item,), text=lambda: (line, *status_lines(last), *behind_lines, *wait_lines)
+    )
 
 
 def run_stop(args: argparse.Namespace) -> Result:

@@ -74,6 +74,7 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "routing.authorizedUsers": [],
         "routing.requireWriteAccess": True,
         "polling.intervalSeconds": 60.0,
+        "polling.reconcileSeconds": 600.0,
         "polling.repositories": [],
         "polling.labels": [],
         "polling.maxRetries": 3.0,

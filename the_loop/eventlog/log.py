@@ -58,6 +58,11 @@ EVENT_TYPES: dict[str, str] = {
     "(cycles, signal, cut_short: whether the stop ended a cycle early, between two items).",
     "poll.pidfile_restored": "The poller daemon found its pidfile removed or replaced by a "
     "file nobody locked, and holds it again (pidfile).",
+    "poll.reconciling": "The poller daemon found a webhook receiver running on the state root "
+    "that has accepted a signed delivery: its cycle stretches to polling.reconcileSeconds "
+    "(receiver_pid, seconds).",
+    "poll.reconcile_ended": "The webhook receiver the poller daemon reconciled behind stopped "
+    "(or no longer counts): the cycle is polling.intervalSeconds again (receiver_pid).",
     "poll.cycle": "One poll cycle ended (requests, not_modified, delivered, commands, settled, "
     "errors, rate_remaining, duration_ms).",
     "poll.baselined": "An item seen for the first time had its existing comments recorded as seen "
