@@ -304,6 +304,13 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "a delivery GitHub or a person re-sends is answered as a duplicate, not taken twice",
     ),
     GeneratedPath(
+        "machine id",
+        "local/machine.json",
+        False,
+        "this machine's stable id, 32 hex digits made once (its name is routing.machineName)",
+        "the machines sharing a repository tell each other's claims on a ticket apart",
+    ),
+    GeneratedPath(
         "webhook status",
         "local/webhook-status.json",
         False,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
+    Context,
     format_parent,
     load_context,
     path_argument,
@@ -154,12 +155,35 @@ def run_paths(args: argparse.Namespace) -> Result:
         [path.where, "yes" if path.portable else "no", path.name, path.holds]
         for path in GENERATED_PATHS
     ]
-    head = [f"state root: {context.layout.root}", f"chosen by:  {choice.reason}", ""]
+    name, machine = machine_of(context)
+    head = [
+        f"state root: {context.layout.root}",
+        f"chosen by:  {choice.reason}",
+        f"machine:    {name} ({machine or 'no id yet: made the first time one is needed'})",
+        "",
+    ]
+    summary = {
+        "root": str(context.layout.root),
+        "rule": choice.rule,
+        "reason": choice.reason,
+        "machine": {"name": name, "id": machine},
+    }
     return Result(
         items=[dataclasses.asdict(path) for path in GENERATED_PATHS],
         text=lambda: [*head, *table_lines(["WHERE", "TRAVELS", "NAME", "HOLDS"], rows)],
-        summary={"root": str(context.layout.root), "rule": choice.rule, "reason": choice.reason},
+        summary=summary,
     )
+
+
+def machine_of(context: Context) -> tuple[str, str | None]:
+    """This machine's name (``routing.machineName``, else the host name) and its id (None
+    until one is made); never makes one."""
+    import socket
+
+    from the_loop.sessions.machine import MACHINE_FILE, read_machine_id
+
+    name = context.config.get_str("routing.machineName", "") or socket.gethostname()
+    return name, read_machine_id(context.layout.local_dir / MACHINE_FILE)
 
 
 def run_attributes(_args: argparse.Namespace) -> Result:

@@ -50,6 +50,7 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "routing.sessionPerPr": "",
         "routing.spawnOnUnmatched": "never",
         "routing.spawnWorkdir": ".",
+        "routing.machineName": "",
         "routing.dispatchTimeoutSeconds": 1800.0,
         "routing.workspace.root": "",
         "routing.workspace.strategy": "worktree",
