@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,13 +133,17 @@ def run_webhook(args: argparse.Namespace) -> Result:
     lock = PollerLock(context.layout.pidfile, daemon=DAEMON)
     lock.acquire()
     try:
-        return _serve(context, settings, lock, events)
+        return _serve(context, settings, lock, events, args)
     finally:
         lock.release()
 
 
 def _serve(
-    context: Context, settings: ReceiverSettings, lock: PollerLock, events: EventLog
+    context: Context,
+    settings: ReceiverSettings,
+    lock: PollerLock,
+    events: EventLog,
+    args: argparse.Namespace,
 ) -> Result:
     from the_loop.webhook.server import Receiver
 
@@ -166,7 +171,7 @@ def _serve(
         insecure=settings.insecure,
     )
     progress(f"webhook: listening on {url} (pid {os.getpid()}); the inbox is {inbox.directory}")
-    feeder = _start_feeder(context, inbox, events)
+    feeder = _start_feeder(context, inbox, events, args)
     try:
         receiver.serve(handle_signals=True)
     finally:
@@ -187,7 +192,9 @@ def _serve(
     return Result(items=(item,), text=lambda: (f"webhook: stopped ({said})",))
 
 
-def _start_feeder(context: Context, inbox: Inbox, events: EventLog) -> Feeding | None:
+def _start_feeder(
+    context: Context, inbox: Inbox, events: EventLog, args: argparse.Namespace
+) -> Feeding | None:
     """The processing side in a thread of its own, or None (a line says why) without a
     GitHub token: the deliveries then wait in the inbox."""
     import threading
@@ -203,7 +210,16 @@ def _start_feeder(context: Context, inbox: Inbox, events: EventLog) -> Feeding |
             "token runs"
         )
         return None
-    feeder = InboxFeeder(context, inbox, token, events, threading.Event())
+    from the_loop.commands.crash import report_bug
+
+    feeder = InboxFeeder(
+        context,
+        inbox,
+        token,
+        events,
+        threading.Event(),
+        on_bug=lambda error: report_bug(error, args, sys.argv[1:]),
+    )
     thread = threading.Thread(target=feeder.run, name="webhook-feed")
     thread.start()
     return Feeding(feeder.stopping, thread)

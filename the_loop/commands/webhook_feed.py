@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from the_loop.adapters.poll_factory import poll_settings, poll_wiring
 from the_loop.commands.common import Context, warn
+from the_loop.commands.poll_report import action_line
+from the_loop.commands.render import progress
 from the_loop.commands.stores import open_dispatcher, open_stores
 from the_loop.errors import TheLoopError
 from the_loop.eventlog.log import EventLog
@@ -45,6 +47,8 @@ class InboxFeeder:
     events: EventLog
     stopping: threading.Event
     checkpoint: Callable[[str], None] = lambda _step: None
+    #: A bug's one line (its traceback appended to the crash log).
+    on_bug: Callable[[BaseException], str] | None = None
     _failures: dict[str, int] = field(default_factory=dict[str, int])
 
     def run(self) -> None:
@@ -55,6 +59,10 @@ class InboxFeeder:
                 more, failed = self.process()
             except (TheLoopError, OSError) as error:  # the next batch tries again
                 warn(f"webhook: the inbox was not processed: {error}")
+                more, failed = False, True
+            except Exception as error:  # a bug: one line, the traceback in the crash log
+                said = self.on_bug(error) if self.on_bug is not None else repr(error)
+                warn(f"webhook: the inbox was not processed: {said}; trying again after a pause")
                 more, failed = False, True
             if more:
                 continue
@@ -88,6 +96,10 @@ class InboxFeeder:
             delivery = self.inbox.read(entry)
         except FileNotFoundError:
             return None  # compacted since it was listed: processed
+        except ValueError as error:  # its line is not that delivery any more: said, then dropped
+            return Push(
+                entry.delivery_id, entry.event, "", "ignored", reason=f"unreadable: {error}"
+            )
         return translate(delivery.delivery_id, delivery.event, delivery.payload)
 
     def _feed(self, pushes: list[Push]) -> FeedReport:
@@ -110,6 +122,8 @@ class InboxFeeder:
             if not report.failed:
                 ports.etags.flush()
         counts = intake.counts
+        for action in counts.actions:  # what a push did, as the poll daemon says it
+            progress(f"webhook: {action_line(action.to_dict())}")
         for name, error in report.failed.items():
             warn(f"webhook: {name}: {error}")
         self.events.emit(
