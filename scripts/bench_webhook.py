@@ -6,6 +6,9 @@ each send signed ``issue_comment`` deliveries of about 7 KiB one after another, 
 connection each, as GitHub does; each answer's time runs from the connect to the last
 byte of the 202. Every delivery is written and fsynced to the inbox before its answer, so
 this is the receiver's durable path. Target: p99 ≤ 100 ms.
+
+Then comment-to-pane latency (``scripts/bench_pane.py``): through this receiver with real
+tmux and a stand-in agent (target: p95 ≤ 2 s), beside the poller's at a short interval.
 """
 
 from __future__ import annotations
@@ -99,7 +102,11 @@ def start_receiver(home: Path) -> tuple[subprocess.Popen[bytes], int]:
     config.write_text(
         json.dumps({"state": {"root": str(home / "state")}, "webhook": {"port": port}}), "utf-8"
     )
-    env = {**os.environ, "THE_LOOP_GH_WEBHOOK_SECRET": SECRET}
+    # No GitHub token (``bench_poll`` sets one in this process): no feeder runs, so the
+    # deliveries wait in the inbox, to be counted, and nothing but the answers is timed.
+    hidden = ("GITHUB_TOKEN", "GH_TOKEN")
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
+    env["THE_LOOP_GH_WEBHOOK_SECRET"] = SECRET
     argv = [THE_LOOP, "--config", str(config), "webhook"]
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
@@ -166,8 +173,9 @@ def fsync_floor(directory: Path, count: int = 200) -> tuple[float, float]:
     return percentile(times, 0.50) * 1000, percentile(times, 0.99) * 1000
 
 
-def rows(runs: int = 5) -> tuple[list[str], list[tuple[str, str, bool]]]:
-    """The markdown rows and the (target, measured, passed) checks of the receiver."""
+def rows(runs: int = 5, pane: bool = True) -> tuple[list[str], list[tuple[str, str, bool]]]:
+    """The markdown rows and the (target, measured, passed) checks of the receiver: its
+    202s, then (``pane``) comment to pane through it and through the poller."""
     found = measure(max(1, runs))
     with tempfile.TemporaryDirectory(prefix="the-loop-bench-fsync-") as scratch:
         floor_p50, floor_p99 = fsync_floor(Path(scratch))
@@ -187,14 +195,21 @@ def rows(runs: int = 5) -> tuple[list[str], list[tuple[str, str, bool]]]:
             found["p99"] <= TARGET_P99_MS,
         )
     ]
+    if pane:
+        import bench_pane
+
+        pane_lines, pane_checks = bench_pane.rows()
+        lines += ["", *pane_lines]
+        checks += pane_checks
     return lines, checks
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=3, help="measured rounds")
+    parser.add_argument("--no-pane", action="store_true", help="the 202s only")
     args = parser.parse_args()
-    lines, checks = rows(args.runs)
+    lines, checks = rows(args.runs, pane=not args.no_pane)
     print("\n".join(lines))
     for target, measured, passed in checks:
         print(f"{target}: {measured}: {'PASS' if passed else 'MISS'}")
