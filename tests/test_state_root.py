@@ -24,7 +24,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def chosen(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
     code, out, _ = run(capsys, "state", "paths", "--format", "json", *extra)
     assert code == 0
-    return json.loads(out)["summary"]
+    summary = json.loads(out)["summary"]
+    assert set(summary.pop("machine")) == {"name", "id"}  # this machine, beside the root
+    return summary
 
 
 def project(tmp_path: Path, config: str | None = None) -> Path:
