@@ -254,6 +254,7 @@ def poll_cycles(world: BothWorld, cycles: int) -> None:
         assert wait_until(lambda b=before: status.stat().st_mtime_ns != b, timeout=60)
 
 
+@pytest.mark.slow
 def test_both_readers_paste_every_comment_once_through_drops_repeats_and_kills(
     world: BothWorld, github: FakeGitHub
 ) -> None:

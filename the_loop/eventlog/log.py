@@ -92,8 +92,8 @@ EVENT_TYPES: dict[str, str] = {
     "actor,"
     " comment_id, outcome).",
     "poll.comment_delivered": "A comment was pasted into the session's pane and marked "
-    "(work_item, comment_id, "
-    "attempt).",
+    "(work_item, comment_id, attempt; resolved: `marked` when a crashed attempt's paste was "
+    "found by its mark in the pane, by whichever reader came next).",
     "poll.comment_held": "A comment on a paused item was held until resume (work_item, "
     "comment_id).",
     "poll.comment_given_up": "A comment was given up after its attempts, with one marked notice "

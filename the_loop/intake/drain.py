@@ -97,7 +97,9 @@ def drain(session: LiveSession, intake: Intake) -> None:
     order; then acknowledge on GitHub what was delivered and not yet acknowledged."""
     with intake.ports.hold(session.ref):  # another reader's attempt ends first
         _Pane(session.ref, session.tmux_target, intake).drain()
-        acknowledge_delivered(session.ref, intake)
+    # Outside the hold: a 👀 waits its turn among GitHub's writes (a second apart), and a
+    # repeat of one is GitHub's no-op, so the other reader's pastes never wait on it.
+    acknowledge_delivered(session.ref, intake)
 
 
 class _Pane:
@@ -168,15 +170,16 @@ class _Pane:
         ports.checkpoint("after-delivered")
         return done
 
-    def _emit_delivered(self, key: DeliveryKey, attempt: int) -> None:
-        """The event of a paste that reached the pane: a comment's, a review's, a check's."""
+    def _emit_delivered(self, key: DeliveryKey, attempt: int, **found: str) -> None:
+        """The event of a paste that reached the pane: a comment's, a review's, a check's
+        (``resolved="marked"``: a crashed attempt's, found by its mark in the pane)."""
         emit, ref = self.ports.emit, self.ref.ref
         if isinstance(key, int):
-            emit("poll.comment_delivered", work_item=ref, comment_id=key, attempt=attempt)
+            emit("poll.comment_delivered", work_item=ref, comment_id=key, attempt=attempt, **found)
         elif key.startswith("review-"):
-            emit("poll.review_delivered", work_item=ref, key=key, attempt=attempt)
+            emit("poll.review_delivered", work_item=ref, key=key, attempt=attempt, **found)
         else:
-            emit("poll.ci_failure_delivered", work_item=ref, key=key, attempt=attempt)
+            emit("poll.ci_failure_delivered", work_item=ref, key=key, attempt=attempt, **found)
 
     def _settle(
         self, ledger: DeliveryLedger, resolutions: tuple[Resolution, ...]
@@ -187,6 +190,11 @@ class _Pane:
         for resolution in resolutions:
             if resolution.verdict is Verdict.GIVE_UP:
                 self._give_up_notice(resolution)
+            elif resolution.verdict is Verdict.DELIVERED:  # a crash's paste, found in the pane
+                entry = settled.entry(resolution.comment_id)
+                self._emit_delivered(
+                    resolution.comment_id, entry.attempts if entry else 0, resolved="marked"
+                )
         return settled
 
     def _give_up_notice(self, resolution: Resolution) -> None:
