@@ -32,6 +32,7 @@ def test_a_pushed_review_is_one_paste_with_its_inline_comments_read_from_github(
     assert wait_until(lambda: "nit 2: rename" in world.read(), timeout=30), world.read()
     asked = [r.path for r in github.requests]
     assert f"/repos/{REPO}/pulls/40/reviews/{review.id}/comments" in asked
+    assert wait_until(lambda: bool(world.events_named("poll.review_delivered")), timeout=30)
     [event] = world.events_named("poll.review_delivered")
     assert event["source"] == "webhook" and event["key"] == f"review-{review.id}"
     report = world.poll()
@@ -51,6 +52,7 @@ def test_a_pushed_failed_check_is_one_paste_with_its_log(
     world.push("check_run", check_run_completed(github, run, pull), "d-check")
     assert wait_until(lambda: "[the-loop] Check " in world.read(), timeout=30), world.read()
     assert "> FAILED tests/test_widget.py::test_steady" in world.read()
+    assert wait_until(lambda: bool(world.events_named("poll.ci_failure_delivered")), timeout=30)
     [event] = world.events_named("poll.ci_failure_delivered")
     assert event["source"] == "webhook"
     assert world.poll()["ci_failures"] == 0

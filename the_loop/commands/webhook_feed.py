@@ -126,6 +126,8 @@ class InboxFeeder:
             progress(f"webhook: {action_line(action.to_dict())}")
         for name, error in report.failed.items():
             warn(f"webhook: {name}: {error}")
+        for failure in counts.failed:  # an item's own failure; the poller reconciles it
+            warn(f"webhook: {failure}")
         self.events.emit(
             "webhook.processed",
             deliveries=len(report.processed),
@@ -136,6 +138,7 @@ class InboxFeeder:
             ci_failures=counts.ci_failures,
             closed=counts.closed,
             failed=sorted(report.failed),
+            errors=len(counts.failed),
             requests=ports.client.stats.requests,
         )
         return report

@@ -139,6 +139,7 @@ EVENT_TYPES: dict[str, str] = {
     "webhook.processed": "A batch of the inbox's deliveries was fed to the intake (deliveries: "
     "handled and marked processed; ignored; delivered, commands, reviews, ci_failures, closed: "
     "what the intake did; failed: the repositories whose round failed, their deliveries kept; "
+    "errors: items whose own step failed, each a line on stderr; "
     "requests: GitHub requests it made).",
     "webhook.not_acted": "A stored delivery the intake does not act on was marked processed "
     "(delivery, github_event, action, reason: an action not acted on, a repository not in "

@@ -104,7 +104,7 @@ def review_from_json(data: Mapping[str, Any], *, pull_request: WorkItemRef) -> R
         pull_request=pull_request,
         login=login,
         user_type=_text(user, "type"),
-        state=_text(data, "state"),
+        state=_text(data, "state").upper(),  # a webhook says it in lowercase, REST in capitals
         body=_text(data, "body"),
         html_url=_text(data, "html_url"),
         submitted_at=parse_timestamp(submitted) if submitted else None,

@@ -65,7 +65,13 @@ class PushKnowledge:
         return True if issue is None else issue.is_open  # unnamed: as it was
 
     def look_up(self, ref: WorkItemRef) -> Issue:
-        return self.intake.ports.github.item(ref)
+        """One GET of the item; one GitHub no longer has (404, 410) is ``gone``."""
+        try:
+            return self.intake.ports.github.item(ref)
+        except TheLoopError as error:
+            if getattr(error, "status", None) not in (404, 410):  # the reads' refusal says
+                raise
+            return Issue(ref, is_open=False, gone=str(error))
 
 
 def feed(

@@ -52,7 +52,8 @@ ACTIONS: Mapping[str, frozenset[str]] = {
 class Push:
     """What one delivery says: its ``kind`` and the values it carries.
 
-    ``repository`` is ``owner/repo`` as GitHub spells it (``""``: none was named).
+    ``repository`` is ``owner/repo`` as a work-item ref spells it, in lowercase (``""``:
+    none was named; GitHub's names ignore case).
     ``issue`` is the item as the payload describes it (an ``issue_comment``'s too);
     ``review_id`` with ``pull_request`` names a review to read; ``head_sha`` names a
     head whose checks to read, ``pull_numbers`` the pull requests GitHub says it heads.
@@ -92,6 +93,8 @@ def translate(delivery_id: str, event: str, payload: Mapping[str, Any]) -> Push:
     try:
         ref = WorkItemRef.parse(f"github:{repository}#1")
     except ValueError:
+        ref = None
+    if ref is None or ref.host or repository.count("/") != 1:  # GitHub says owner/repo only
         return _ignored(base, "the payload names no repository GitHub could have sent")
     base = Push(delivery_id, event, action, "ignored", repository=f"{ref.owner}/{ref.repo}")
     try:
@@ -116,7 +119,16 @@ def _issue_comment(base: Push, payload: Mapping[str, Any], repository: WorkItemR
 def _issues(base: Push, payload: Mapping[str, Any], repository: WorkItemRef) -> Push:
     data = _object(payload, "issue")
     issue = issue_from_json(data, repository.with_number(_number(data.get("number"), "the issue")))
+    if base.action in _GONE:  # the payload still says open: the item is gone all the same
+        issue = replace(issue, is_open=False, gone=_GONE[base.action])
     return _with(base, "item", issue=issue)
+
+
+#: What an ``issues`` action that takes the item away from this repository says of it.
+_GONE = {
+    "deleted": "GitHub says it was deleted",
+    "transferred": "GitHub says it was transferred to another repository",
+}
 
 
 def _pull_request(base: Push, payload: Mapping[str, Any], repository: WorkItemRef) -> Push:
