@@ -30,7 +30,7 @@ check: install
 	$(BIN)/pyright
 	$(BIN)/pymarkdown --config .pymarkdown.json scan README.md docs
 	for config in docs/examples/*.yaml; do $(BIN)/the-loop config check --config "$$config" || exit 1; done
-	$(BIN)/pytest
+	scripts/run_tests.sh $(BIN)/pytest
 
 format: install
 	$(BIN)/ruff format the_loop tests scripts
