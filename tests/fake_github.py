@@ -21,7 +21,7 @@ import re
 import socket
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -379,6 +379,11 @@ class FakeGitHub:
     statuses: list[FakeStatus] = field(default_factory=list[FakeStatus])
     jobs: dict[int, FakeJob] = field(default_factory=dict[int, FakeJob])
     reacted: list[FakeReaction] = field(default_factory=list[FakeReaction])
+    #: The issue comments deleted through the API, in the order they were.
+    deleted: list[FakeComment] = field(default_factory=list[FakeComment])
+    #: Called with (repository, number, body) as a POSTed comment arrives, before it is
+    #: numbered: a test's other writer getting in first.
+    before_create: Callable[[str, int, str], None] | None = None
     _shas: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- what the test drives -------------------------------------------------
@@ -1031,6 +1036,10 @@ class Routes:
         asked = _PERMISSION_PATH.fullmatch(path) if method == "GET" else None
         if asked is not None:
             return self.permission(*asked.groups())
+        if method == "GET" and path == "/user":
+            return Answer(200, {"login": self.login, "id": 1, "type": "User"})
+        if method == "DELETE":
+            return self.delete_comment(path)
         try:
             return self.route(method, path, query, body)
         except ValueError as error:
@@ -1059,6 +1068,26 @@ class Routes:
         if rest[0] == "pulls" and len(rest) == 2:
             return self.issue(owner, repo, rest[1], pull=True)
         return not_found()
+
+    def delete_comment(self, path: str) -> Answer:
+        """``DELETE /repos/{o}/{r}/issues/comments/{id}``: 204 for the author's own, 403
+        for anyone else's, 404 for none (already deleted)."""
+        parts = path.strip("/").split("/")
+        if len(parts) != 6 or parts[0] != "repos" or parts[3:5] != ["issues", "comments"]:
+            return not_found()
+        owner, repo, number = parts[1], parts[2], parts[5]
+        found = [
+            c
+            for c in self.fake.comments
+            if number.isdigit() and c.id == int(number) and (c.owner, c.repo) == (owner, repo)
+        ]
+        if not found:
+            return not_found()
+        if found[0].login.casefold() != self.login.casefold():
+            return Answer(403, {"message": "Must have admin rights to Repository."})
+        self.fake.comments.remove(found[0])
+        self.fake.deleted.append(found[0])
+        return Answer(204, b"")
 
     def permission(self, owner: str, repo: str, login: str) -> Answer:
         """``GET /repos/{o}/{r}/collaborators/{login}/permission``: ``permission`` is the
@@ -1161,6 +1190,8 @@ class Routes:
             text = None
         if not isinstance(text, str):
             return Answer(422, {"message": "Invalid request: body is required"})
+        if self.fake.before_create is not None:
+            self.fake.before_create(f"{owner}/{repo}", issue.number, text)
         comment = self.fake.add_comment(f"{owner}/{repo}", issue.number, text, login=self.login)
         document = self.comment_json(comment)
         return Answer(201, document, {"location": document["url"]})
@@ -1188,6 +1219,9 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.serve_request("POST")
+
+    def do_DELETE(self) -> None:
+        self.serve_request("DELETE")
 
     def serve_request(self, method: str) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -311,6 +311,15 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "the machines sharing a repository tell each other's claims on a ticket apart",
     ),
     GeneratedPath(
+        "claim book",
+        "local/claims.json",
+        False,
+        "the claims this machine has begun and not decided, who holds each item it lost, "
+        "and the machines seen claiming on each repository",
+        "a claim a crash cut short is finished next cycle, and sessions list shows what "
+        "other machines hold",
+    ),
+    GeneratedPath(
         "webhook status",
         "local/webhook-status.json",
         False,

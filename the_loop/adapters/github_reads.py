@@ -251,6 +251,29 @@ class ClientReads:
         posted = cast(dict[str, Any], data).get("id") if isinstance(data, dict) else None
         return posted if isinstance(posted, int) and not isinstance(posted, bool) else None
 
+    def comments_after(self, ref: WorkItemRef, since: str) -> Sequence[Json]:
+        """The item's comments updated at or after ``since``, oldest first, read afresh
+        (a claim's round: what was posted after the start it answers)."""
+        path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"
+        params: dict[str, str | int] = {"since": since, "per_page": 100}
+        name = f"{ref.owner}/{ref.repo}"
+        return self._listing(name, path, params, keep=False, conditional=False).entries
+
+    def delete_comment(self, ref: WorkItemRef, comment_id: int) -> None:
+        """Delete the issue comment ``comment_id`` of ``ref``'s repository (one already
+        gone is no error)."""
+        self.client.delete(f"/repos/{ref.owner}/{ref.repo}/issues/comments/{comment_id}")
+
+    def own_login(self) -> str:
+        """The login of the token's own user (``GET /user``)."""
+        answer = self.client.get("/user", keep_body=True)
+        data = answer.json()
+        login = cast(dict[str, Any], data).get("login") if isinstance(data, dict) else None
+        if not isinstance(login, str) or not login:
+            raise answer.malformed("a user without a login for GET /user")
+        self._rate(answer.rate)
+        return login
+
     def rate_low(self) -> bool:
         return not self.policy.may_run("item", self.rate, time.time())
 

@@ -4,14 +4,19 @@ the intake's (one :class:`~the_loop.intake.ports.IntakePorts`) and the reader's 
 
 from __future__ import annotations
 
+import functools
+import secrets
+import socket
 import time
 from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
 from the_loop.adapters.actions import Actions, live_sessions
+from the_loop.adapters.claim_file import CLAIMS_FILE, FileClaimBook
 from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
 from the_loop.adapters.github_reads import ClientReads, IntakeGitHub
 from the_loop.adapters.heads_file import FileHeads
@@ -27,7 +32,9 @@ from the_loop.github.backoff import PostSpacer
 from the_loop.github.client import GitHubClient
 from the_loop.github.etags import FileEtagCache
 from the_loop.github.poster import token_help
+from the_loop.intake.claim_ports import ClaimPorts, Machine
 from the_loop.intake.comments import CommentPolicy, DeliverFrom
+from the_loop.intake.events import IssueComment, comments_from_json
 from the_loop.intake.keywords import KeywordGrammar
 from the_loop.intake.people import AuthorizedUsers
 from the_loop.intake.ports import (
@@ -43,6 +50,7 @@ from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE
 from the_loop.portable.armed import ArmedRefs
 from the_loop.portable.poll import PollState
 from the_loop.ref import WorkItemRef
+from the_loop.sessions.machine import MACHINE_FILE, machine_id
 
 STATUS_FILE = "poll-status.json"
 DEFAULT_INTERVAL = 60.0
@@ -151,6 +159,40 @@ def _link(stores: Stores, warn: Callable[[str], None], owner: WorkItemRef, pr: W
     return link_pull_request(stores, owner, pr, warn=warn) == LINKED
 
 
+def machine_name(config: Config) -> str:
+    """``routing.machineName``, else the host name."""
+    return config.get_str("routing.machineName", "") or socket.gethostname()
+
+
+def claim_ports(
+    config: Config, stores: Stores, reads: ClientReads, warn: Callable[[str], None]
+) -> ClaimPorts | None:
+    """The claims on the ticket over ``reads`` (None: ``routing.claim`` is never). The
+    machine's id is made here the first time; the token's login is asked once, when a
+    claim is first read or posted."""
+    if config.get_str("routing.claim", "always") == "never":
+        return None
+    local, locks = stores.layout.local_dir, stores.layout.local_locks_dir
+    machine = Machine(
+        machine_id(local / MACHINE_FILE, locks / "machine.lock"), machine_name(config)
+    )
+    return ClaimPorts(
+        machine=machine,
+        own_login=functools.cache(reads.own_login),
+        comments_after=partial(_comments_after, reads, warn),
+        delete_comment=reads.delete_comment,
+        book=FileClaimBook(local / CLAIMS_FILE, locks / "claims.lock"),
+        nonce=lambda: secrets.token_hex(8),
+    )
+
+
+def _comments_after(
+    reads: ClientReads, warn: Callable[[str], None], ref: WorkItemRef, since: datetime
+) -> list[IssueComment]:
+    entries = reads.comments_after(ref, since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return comments_from_json(entries, repository=ref, warn=warn)
+
+
 @dataclass(frozen=True)
 class PollWiring:
     """One cycle's collaborators, and what the command reads back after it: the REST
@@ -216,6 +258,7 @@ def poll_wiring(
             permission=RepositoryPermissions.for_layout(client, layout).permission,
             acknowledge=acknowledge_port(config, client),
         )
+        intake = replace(intake, claims=claim_ports(config, stores, reads, warn))
         reader = ReaderPorts(
             reads,
             cursors,

@@ -51,6 +51,7 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "routing.spawnOnUnmatched": "never",
         "routing.spawnWorkdir": ".",
         "routing.machineName": "",
+        "routing.claim": "always",
         "routing.dispatchTimeoutSeconds": 1800.0,
         "routing.workspace.root": "",
         "routing.workspace.strategy": "worktree",

@@ -144,6 +144,26 @@ EVENT_TYPES: dict[str, str] = {
     "webhook.not_acted": "A stored delivery the intake does not act on was marked processed "
     "(delivery, github_event, action, reason: an action not acted on, a repository not in "
     "polling.repositories, or a payload without what its event needs).",
+    "claim.posted": (
+        "This machine posted its marked claim (or its notice that a start named a machine nobody "
+        "has seen claiming) on the ticket, before deciding the round (work_item, start: the start"
+        " comment's id, comment_id, kind: claim or no-machine)."
+    ),
+    "claim.won": (
+        "This machine's claim was the lowest for a start, so it took the start here (work_item, "
+        "start, comment_id: the winning claim, outcome: the start's)."
+    ),
+    "claim.lost": (
+        "Another machine holds a work item: its claim for a start was the lowest, or the start "
+        "named it; this machine deleted its own claim, if it had posted one, and delivers nothing"
+        " for the item (work_item, start, machine, name, comment_id: the winning claim, null when"
+        " the start named the machine)."
+    ),
+    "claim.unknown_machine": (
+        "A start named a machine nobody has seen claiming on the repository, so no machine starts"
+        " it; one marked notice says which machines have been seen (work_item, start, named, "
+        "notice_posted: whether this machine's notice is the one kept)."
+    ),
     "webhook.given_up": "A delivery whose repository's round failed five batches in a row was "
     "marked processed without being acted on; the poller reconciles what it said (delivery, "
     "github_event, attempts, error).",

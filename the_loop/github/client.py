@@ -255,6 +255,17 @@ class GitHubClient:
             raise _refusal(url, answer, self.token_advice)
         return GitHubResponse(answer.status, url, answer.headers, answer.body)
 
+    def delete(self, path: str) -> int:
+        """DELETE ``path`` (never retried); GitHub's status: 2xx done, 404 nothing there
+        (already deleted); any other answer is refused as a POST's is."""
+        if self.before_post is not None:
+            self.before_post()
+        url = self.url_for(path)
+        answer = self._exchange("DELETE", url, None, self._headers())
+        if not (200 <= answer.status < 300 or answer.status == 404):
+            raise _refusal(url, answer, self.token_advice)
+        return answer.status
+
     def download(self, path: str, *, deadline: float = DOWNLOAD_DEADLINE_SECONDS) -> bytes:
         """The body GET ``path`` leads to: GitHub answers some (a job's log) with a redirect
         to a short-lived URL on another host, followed once and without the token (the URL

@@ -14,18 +14,25 @@ reading and deleting are the intake's collaborators'.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from the_loop.github.marker import AGENT_COMMENT_MARKER
 from the_loop.intake.events import IssueComment
+from the_loop.intake.keywords import KeywordGrammar, commanding_lines
 
-#: ``<!-- the-loop:claim start=<comment id> machine=<32 hex> nonce=<16 hex> -->``
+#: The kinds of marked comment a round is decided by: a claim on a start, and the one
+#: notice that a start named a machine nobody has seen claiming.
+CLAIM, NO_MACHINE = "claim", "no-machine"
+#: ``<!-- the-loop:<kind> start=<comment id> machine=<32 hex> nonce=<16 hex> -->``
 CLAIM_MARKER = re.compile(
-    r"<!-- the-loop:claim start=([1-9][0-9]{0,17}) machine=([0-9a-f]{32}) nonce=([0-9a-f]{16}) -->"
+    r"<!-- the-loop:(claim|no-machine) start=([1-9][0-9]{0,17}) machine=([0-9a-f]{32})"
+    r" nonce=([0-9a-f]{16}) -->"
 )
-_ANY_CLAIM = "<!-- the-loop:claim "
+_ANY_CLAIM = re.compile(r"<!-- the-loop:(?:claim|no-machine) ")
+_CLAIM_LINE = "the-loop: starting an agent on "
 #: What a machine's name may show of itself on a ticket (the rest is replaced).
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._ -]")
 NAME_MAX = 64
@@ -41,6 +48,7 @@ class Claim:
     nonce: str
     #: The machine's name as the claim's text gives it (for people; ``""``: unreadable).
     name: str = ""
+    kind: str = CLAIM
 
 
 def shown_name(name: str) -> str:
@@ -51,10 +59,32 @@ def shown_name(name: str) -> str:
 
 def claim_body(*, name: str, start: int, machine: str, nonce: str) -> str:
     """The claim's body: the line people read, the-loop's marker, the claim's marker."""
-    marker = f"<!-- the-loop:claim start={start} machine={machine} nonce={nonce} -->"
+    return _marked(f"{_CLAIM_LINE}{shown_name(name)}", CLAIM, start, machine, nonce)
+
+
+def no_machine_body(
+    *, named: str, seen: Iterable[str], start: int, machine: str, nonce: str
+) -> str:
+    """The notice that a start named a machine not seen claiming on the repository."""
+    names = sorted({shown_name(n) for n in seen}, key=str.casefold)
+    listed = ", ".join(names) if names else "none yet"
+    line = (
+        f"the-loop: no machine named {shown_name(named)} has claimed a start on this "
+        f"repository, so none starts an agent; machines seen claiming here: {listed}"
+    )
+    return _marked(line, NO_MACHINE, start, machine, nonce)
+
+
+def _marked(line: str, kind: str, start: int, machine: str, nonce: str) -> str:
+    marker = f"<!-- the-loop:{kind} start={start} machine={machine} nonce={nonce} -->"
     if CLAIM_MARKER.fullmatch(marker) is None:
         raise ValueError(f"not a claim: start {start}, machine {machine!r}, nonce {nonce!r}")
-    return f"the-loop: starting an agent on {shown_name(name)}\n\n{AGENT_COMMENT_MARKER}\n{marker}"
+    return f"{line}\n\n{AGENT_COMMENT_MARKER}\n{marker}"
+
+
+def looks_like_claim(comment: IssueComment) -> bool:
+    """Whether ``comment`` holds a claim's marker at all (before its author is asked)."""
+    return _ANY_CLAIM.search(comment.body) is not None
 
 
 def read_claim(comment: IssueComment, *, own_login: str) -> Claim | None:
@@ -64,27 +94,47 @@ def read_claim(comment: IssueComment, *, own_login: str) -> Claim | None:
         return None
     if comment.edited:
         return None
-    if comment.body.count(_ANY_CLAIM) != 1:
+    if len(_ANY_CLAIM.findall(comment.body)) != 1:
         return None
     found = CLAIM_MARKER.search(comment.body)
     if found is None:
         return None
     first_line = comment.body.split("\n", 1)[0]
-    prefix = "the-loop: starting an agent on "
-    name = first_line[len(prefix) :] if first_line.startswith(prefix) else ""
-    return Claim(comment.id, int(found.group(1)), found.group(2), found.group(3), name)
+    name = first_line[len(_CLAIM_LINE) :] if first_line.startswith(_CLAIM_LINE) else ""
+    kind, start, machine, nonce = found.groups()
+    return Claim(comment.id, int(start), machine, nonce, name, kind)
 
 
-def claims_for(start: int, comments: Iterable[IssueComment], *, own_login: str) -> list[Claim]:
-    """The claims on ``start`` among ``comments``, lowest comment id first."""
+def claims_for(
+    start: int, comments: Iterable[IssueComment], *, own_login: str, kind: str = CLAIM
+) -> list[Claim]:
+    """The claims (or notices: ``kind``) on ``start`` among ``comments``, lowest id first."""
     found = (read_claim(c, own_login=own_login) for c in comments)
-    return sorted((c for c in found if c is not None and c.start == start), key=_order)
+    chosen = (c for c in found if c is not None and c.start == start and c.kind == kind)
+    return sorted(chosen, key=_order)
 
 
 def winner(start: int, comments: Iterable[IssueComment], *, own_login: str) -> Claim | None:
     """The claim that wins ``start``: the lowest comment id (None: no claim yet)."""
     claims = claims_for(start, comments, own_login=own_login)
     return claims[0] if claims else None
+
+
+def named_machine(body: str, grammar: KeywordGrammar) -> str | None:
+    """The machine a start names (``<prefix> start on <name>``), else None."""
+    pattern = _named(grammar.prefix)
+    for line in commanding_lines(body):
+        found = pattern.match(line)
+        if found is not None:
+            return found.group(1)
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def _named(prefix: str) -> re.Pattern[str]:
+    return re.compile(
+        rf" {{0,3}}(?ai:{re.escape(prefix)})[ \t]+(?ai:start)[ \t]+(?ai:on)[ \t]+(\S+)"
+    )
 
 
 def _order(claim: Claim) -> int:

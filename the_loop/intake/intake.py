@@ -18,6 +18,7 @@ from typing import Any
 from the_loop.errors import TheLoopError
 from the_loop.intake.ci import Details, HeadChecks
 from the_loop.intake.ci_round import take_checks
+from the_loop.intake.claiming import Claiming
 from the_loop.intake.closures import close_finished
 from the_loop.intake.comments import (
     CommentDecision,
@@ -46,7 +47,7 @@ from the_loop.intake.pulls import PullRequest
 from the_loop.intake.review_round import take_reviews
 from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
-from the_loop.portable.control import ControlRecord
+from the_loop.portable.control import CLEANUP, START, STOP, ControlRecord
 from the_loop.portable.poll import DELIVERIES, Ledger
 from the_loop.ref import WorkItemRef
 
@@ -93,6 +94,13 @@ class Round:
     #: Where the reader's comment window starts (see :meth:`watch`).
     read_from: datetime | None = None
     first_seen: set[WorkItemRef] = field(default_factory=set[WorkItemRef])
+    #: The round's claims (None: ``routing.claim`` is never, or no reader wired them).
+    claiming: Claiming | None = None
+
+    def __post_init__(self) -> None:
+        claims = self.intake.ports.claims
+        if claims is not None and self.claiming is None:
+            self.claiming = Claiming(self, claims)
 
     def pulls(self, pulls: Sequence[PullRequest]) -> list[WorkItemRef]:
         """Link each pull request to the live work items it delivers (by its head branch,
@@ -146,6 +154,14 @@ class Round:
             armed=armed,
         )
 
+    def read_ahead(self, comments: Sequence[IssueComment]) -> None:
+        """The comments the reader is about to feed, all at once, before the first: a
+        claim another machine posted after a start, in the same batch, is known before
+        the start is decided (so this machine never posts its own)."""
+        if self.claiming is not None:
+            for comment in comments:
+                self.claiming.note(comment)
+
     def comment(self, comment: IssueComment) -> None:
         """One new or edited comment: first sight, or settled, a command, queued, or seen;
         under the item's hold, so a command another reader runs on it (a start's spawn)
@@ -170,6 +186,8 @@ class Round:
             return
         session = self.sessions.get(ref)
         state = session.state if session is not None else SessionState.NONE
+        if self.claiming is not None and self.claiming.held_elsewhere(ref):
+            state = SessionState.NONE  # another machine holds it: its comments are seen only
         seen: frozenset[int] = frozenset()
         if watched:
             seen = frozenset(int(i) for i in ledger.seen_comments(ref) if i.isdigit())
@@ -196,32 +214,52 @@ class Round:
 
     def command(self, comment: IssueComment, verb: str, *, key: str = "") -> None:
         """Ledger entry and control record in one write, then the action (at most once);
-        ``key`` names a command that is not a comment (``review-<id>``)."""
+        ``key`` names a command that is not a comment (``review-<id>``). With claims on,
+        a start is only begun here: it is acted on once its round is decided
+        (:meth:`claims`)."""
         ports, counts = self.intake.ports, self.intake.counts
         ref = comment.work_item
         record = ControlRecord(ref.ref, verb, "comment", comment.login, _iso(comment.created_at))
         if not ports.ledger.record_command(ref, key or str(comment.id), record.to_dict()):
             return
         counts.commands += 1
+        if self.claiming is not None and not key:
+            if verb == START:
+                self.claiming.begin(comment)  # decided now, under the item's hold
+                self.sessions = self.intake.live_sessions(self.repository)
+                return
+            if verb in (STOP, CLEANUP):
+                self.claiming.release(ref)
+        self.act(ref, verb, comment.login, comment.id)
+
+    def act(self, ref: WorkItemRef, verb: str, actor: str, comment_id: int) -> str:
+        """Run ``verb`` for ``ref`` through the sessions' own code; its outcome word."""
+        ports, counts = self.intake.ports, self.intake.counts
         facts = self._facts(ref)  # a failed read fails the repository's round, as a read does
         try:
-            outcome = ports.control(facts, verb, comment.login)
+            outcome = ports.control(facts, verb, actor)
         except TheLoopError as error:
             outcome = "failed"
             counts.failed.append(f"{ref.ref}: {verb}: {error}")
         # The comments after this one meet the session as the command left it.
         self.sessions = self.intake.live_sessions(self.repository)
-        counts.actions.append(
-            Action("command", ref.ref, comment.login, verb, comment.id, outcome=outcome)
-        )
+        counts.actions.append(Action("command", ref.ref, actor, verb, comment_id, outcome=outcome))
         ports.emit(
             "poll.command",
             work_item=ref.ref,
             command=verb,
-            actor=comment.login,
-            comment_id=comment.id,
+            actor=actor,
+            comment_id=comment_id,
             outcome=outcome,
         )
+        return outcome
+
+    def claims(self) -> None:
+        """Decide the repository's claims still pending (a crash's, or one whose claim
+        GitHub did not show yet): each spawns here, is held elsewhere, or waits for the
+        next cycle. Call it after the comments, before :meth:`deliver`."""
+        if self.claiming is not None:
+            self.claiming.settle()
 
     def deliver(self, only: Collection[WorkItemRef] | None = None) -> None:
         """Deliver what waits for each active watched session, as the commands left them
@@ -232,19 +270,28 @@ class Round:
                 break
             if only is not None and session.ref not in only:
                 continue
+            if self.claiming is not None and self.claiming.held_elsewhere(session.ref):
+                continue  # another machine holds the item: nothing reaches a pane here
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
                 drain(session, intake)
 
     def closures(self) -> None:
         """End the sessions of closed items and endpoints of closed linked PRs; clear the
         closed state of items seen open again."""
-        if self.knowledge is not None:
-            close_finished(self.sessions, self.knowledge, self.intake)
+        if self.knowledge is None:
+            return
+        close_finished(self.sessions, self.knowledge, self.intake)
+        if self.claiming is not None:
+            for ref in list(self.claiming.holders()):
+                closed = self.knowledge.known_open(ref) is False
+                if closed and same_repository(ref, self.repository):
+                    self.claiming.release(ref)  # a closed item's round is over
 
     def _first_sight(self, ref: WorkItemRef) -> None:
         """Baseline the thread as seen; run the authorized commands still owed."""
         ports, counts = self.intake.ports, self.intake.counts
         thread = ports.github.thread(ref)
+        self.read_ahead(thread)  # a claim another machine made on a start still owed
         control = ports.ledger.store.section(ref, "control")
         requested = control.get("requestedAt") if isinstance(control, dict) else None
         at = parse_timestamp(requested) if isinstance(requested, str) and requested else None

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from the_loop.intake.claim_ports import ClaimPorts
 from the_loop.intake.comments import CommentPolicy, SessionState
 from the_loop.intake.delivery import Delivery
 from the_loop.intake.events import Issue, IssueComment
@@ -159,6 +160,9 @@ class IntakePorts:
     #: ``pending`` another live process holds is never taken for a crash's (the default
     #: holds nothing: one reader alone).
     hold: Callable[[WorkItemRef], AbstractContextManager[None]] = lambda _ref: nullcontext()
+    #: The claims on the ticket that decide which machine takes a start (None:
+    #: ``routing.claim`` is never: this machine starts what it is asked, alone).
+    claims: ClaimPorts | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was

@@ -75,6 +75,7 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
     reviewed = None
     if not intake.stopping():
         reviewed = read_reviews(name, round_, items, reads, intake, comments_from=read_from)
+    round_.claims()  # what a crash, or a claim not shown yet, left pending
     feed_checks(round_, reads, checks)  # after the comments: a stop they ran records only
     _deliver_and_close(name, round_, items, reads, intake)
     if newest is not None and newest != cursor:
@@ -108,6 +109,7 @@ def _feed_comments(
     """Each new comment in order, until a stop; the newest ``updated_at`` fed."""
     newest = cursor
     found = comments_from_json(entries, repository=round_.repository, warn=intake.ports.warn)
+    round_.read_ahead(found)
     for comment in found:
         if intake.stopping():
             break  # the cursor stays short of every comment not handled

@@ -120,12 +120,14 @@ def _feed_repository(name: str, pushes: list[Push], reads: ReaderPorts, intake: 
     read_from = min(new) if new else min((c.updated_at for c in comments), default=None)
     round_.watch(listed=None, knowledge=PushKnowledge(said, intake), read_from=read_from)
     touched: set[WorkItemRef] = set()
+    round_.read_ahead(comments)
     for comment in comments:
         if intake.stopping():
             return
         round_.comment(comment)
         intake.ports.checkpoint(f"after-comment-{comment.id}")
         touched.add(comment.work_item)
+    round_.claims()  # what a crash, or a claim not shown yet, left pending
     touched |= _reviews(name, pushes, round_, reads, intake)
     touched |= _checks(name, pushes, round_, reads, intake)
     round_.deliver(only=touched)

@@ -22,6 +22,8 @@ GONE = "gone"
 UNKNOWN = "unknown"
 #: The status of a transcript row: a kept tmux session no record names.
 RETAINED = "retained"
+#: The status of an item another machine holds (its claim won the item's latest start).
+HELD_ELSEWHERE = "held-elsewhere"
 #: The CHECKOUT cell of a row with no checkout, or one that no longer exists.
 NO_CHECKOUT = "—"
 
@@ -43,6 +45,8 @@ class ListedRow(NamedTuple):
     work_item: str | None = None
     #: The session's working directory while it exists, else None.
     checkout: str | None = None
+    #: The other machine that holds the item (its claim won the latest start), if any.
+    held_by: Mapping[str, Any] | None = None
 
     def document(self) -> dict[str, Any]:
         """The ``--format json`` item: the record's report, ``control``, ``agent``, ``checkout``."""
@@ -50,19 +54,24 @@ class ListedRow(NamedTuple):
             document: dict[str, Any] = {
                 "workItem": self.work_item,
                 "tmuxTarget": self.tmux_target,
-                "status": RETAINED,
+                "status": RETAINED if self.held_by is None else HELD_ELSEWHERE,
             }
         else:
             document = self.session.to_dict()
         document["control"] = self.command
         document["agent"] = self.agent
         document["checkout"] = self.checkout
+        if self.held_by is not None:
+            document["heldBy"] = dict(self.held_by)
         return document
 
     def cells(self) -> list[str]:
         """The table row: the record's cells, then AGENT and CHECKOUT."""
         session = self.session
-        if session is None:
+        held = f"held by {self.held_by.get('name') or 'another machine'}" if self.held_by else ""
+        if session is None and held:
+            cells = [self.work_item, "", "", "", held, self.command, ""]
+        elif session is None:
             cells = [self.work_item, "", "", self.tmux_target, RETAINED, "", ""]
         else:
             cells = [
@@ -70,7 +79,7 @@ class ListedRow(NamedTuple):
                 session.harness,
                 session.harness_session_id,
                 session.tmux_target,
-                session.status,
+                f"{session.status} ({held})" if held else session.status,
                 self.command,
                 session.last_event_at,
             ]
@@ -190,3 +199,21 @@ def transcripts(sessions: Sequence[Session], states: States) -> list[ListedRow]:
         ref = owners.get(name.rpartition("~")[0])
         rows.append(ListedRow(None, None, states[name], tmux_target=name, work_item=ref))
     return rows
+
+
+def held_elsewhere(
+    rows: list[ListedRow], holders: Mapping[str, Mapping[str, Any]]
+) -> list[ListedRow]:
+    """``rows`` with each item another machine holds marked so, and a row for each such
+    item this machine has no record of (``holders``: work item ref to its holder)."""
+    marked = [
+        row._replace(held_by=holders.get(row.session.ref)) if row.session is not None else row
+        for row in rows
+    ]
+    listed = {row.session.ref for row in rows if row.session is not None}
+    extra = [
+        ListedRow(None, "start", "-", work_item=ref, held_by=holder)
+        for ref, holder in sorted(holders.items())
+        if ref not in listed
+    ]
+    return marked + extra

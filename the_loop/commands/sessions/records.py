@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.commands.common import (
+    Context,
     describe_root,
     format_parent,
     load_context,
@@ -28,10 +29,15 @@ from the_loop.commands.common import (
 )
 from the_loop.commands.render import Result, table_lines
 from the_loop.commands.sessions import attach, link_pr
-from the_loop.commands.sessions.listing import listed_rows, tmux_states, transcripts
+from the_loop.commands.sessions.listing import (
+    held_elsewhere,
+    listed_rows,
+    tmux_states,
+    transcripts,
+)
 from the_loop.commands.stores import Stores, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
-from the_loop.errors import UsageError
+from the_loop.errors import TheLoopError, UsageError
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import STATUSES, Session
 
@@ -168,6 +174,8 @@ def run_list(args: argparse.Namespace) -> Result:
         commands = [_last_command(stores, session) for session in sessions]
     states = tmux_states(context.config)
     rows = listed_rows(sessions, commands, states)
+    if args.status is None:
+        rows = held_elsewhere(rows, _holders(context))
     if args.all and args.status is None:
         rows += transcripts(sessions, states)
     if not rows:
@@ -197,6 +205,26 @@ def reading_every_record(stores: Stores) -> Generator[None]:
         gc.freeze()
         if collecting:
             gc.enable()
+
+
+def _holders(context: Context) -> dict[str, dict[str, object]]:
+    """The items other machines hold, as this machine's claim book says (none without one)."""
+    from the_loop.adapters.claim_file import CLAIMS_FILE, FileClaimBook
+    from the_loop.sessions.machine import MACHINE_FILE, read_machine_id
+
+    local = context.layout.local_dir
+    book = FileClaimBook(local / CLAIMS_FILE, context.layout.local_locks_dir / "claims.lock")
+    try:
+        mine = read_machine_id(local / MACHINE_FILE)
+        holders = book.holders()
+    except TheLoopError as error:
+        warn(f"the items other machines hold are not shown: {error}")
+        return {}
+    return {
+        ref.ref: {"machine": h.machine, "name": h.name, "start": h.start}
+        for ref, h in holders.items()
+        if h.machine != mine
+    }
 
 
 def _last_command(stores: Stores, session: Session) -> str | None:

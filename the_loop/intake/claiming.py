@@ -1,0 +1,332 @@
+"""A round's claims: how an authorized start becomes one spawn across every machine that
+reads the ticket (the rule itself is :mod:`~the_loop.intake.claims`).
+
+A start is recorded (the ledger's command, at most once), begun as a **pending** round
+in the claim book, and decided at once, under the item's hold, so the comments after it
+meet the session it started. The reader hands the round its whole batch first
+(:meth:`Claiming.note`), so a claim another machine posted after the start is known:
+
+- a winning claim by another machine already seen: lost, without posting;
+- otherwise this machine's claim is posted (once: a POST cut short by a crash is looked
+  for by its nonce before another is sent), the thread after the start is read once, and
+  the lowest claim wins; the winner spawns, a loser deletes its own claim and records
+  who holds the item.
+
+A round that cannot be decided (GitHub did not answer, this machine's own claim is not
+in the thread yet) stays pending and is taken again next cycle: a machine that cannot
+read the thread never spawns. A start naming another machine is recorded as held by it
+without posting; one naming a machine nobody has seen claiming gets one marked notice,
+decided among the machines as a claim is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
+
+from the_loop.errors import TheLoopError
+from the_loop.intake.claim_ports import ClaimPorts, Holder, PendingClaim
+from the_loop.intake.claims import (
+    CLAIM,
+    NO_MACHINE,
+    Claim,
+    claim_body,
+    claims_for,
+    looks_like_claim,
+    named_machine,
+    no_machine_body,
+    read_claim,
+    shown_name,
+)
+from the_loop.intake.events import IssueComment
+from the_loop.intake.ports import Action
+from the_loop.intake.routing import same_repository
+from the_loop.portable.control import START
+from the_loop.portable.store import CONTROL
+from the_loop.ref import WorkItemRef
+
+if TYPE_CHECKING:
+    from the_loop.intake.intake import Round
+
+#: The control section's key naming the machine that holds the item (a loser's record).
+HELD_BY = "heldBy"
+
+
+class Claiming:
+    """The claims of one repository's round."""
+
+    def __init__(self, round_: Round, ports: ClaimPorts) -> None:
+        self.round = round_
+        self.ports = ports
+        #: The claims read among this round's comments, by item and start, lowest first.
+        self.seen: dict[tuple[WorkItemRef, int], list[Claim]] = {}
+        self._holders: dict[WorkItemRef, Holder] | None = None
+        self._login: str | None = None
+
+    # -- while the comments are read ------------------------------------------
+
+    def note(self, comment: IssueComment) -> None:
+        """Keep a claim among the comments read (the token's login asked only for one)."""
+        if not looks_like_claim(comment):
+            return
+        claim = read_claim(comment, own_login=self._own_login_or_none())
+        if claim is None or claim.kind != CLAIM:
+            return
+        found = self.seen.setdefault((comment.work_item, claim.start), [])
+        found.append(claim)
+        found.sort(key=lambda c: c.comment_id)
+        self._note_machines(comment.work_item, [claim])
+
+    def held_elsewhere(self, ref: WorkItemRef) -> Holder | None:
+        """The other machine holding ``ref``, as this machine last knew it."""
+        holder = self.holders().get(ref)
+        return holder if holder is not None and holder.machine != self.ports.machine.id else None
+
+    def holders(self) -> dict[WorkItemRef, Holder]:
+        if self._holders is None:
+            self._holders = dict(self.ports.book.holders())
+        return self._holders
+
+    def begin(self, comment: IssueComment) -> None:
+        """An authorized start, its command recorded: a pending round (or, when it names
+        another machine this one has seen claiming, that machine holds the item)."""
+        ref, me = comment.work_item, self.ports.machine
+        named = named_machine(comment.body, self.round.intake.settings.policy.grammar) or ""
+        kind = CLAIM
+        if named and _same_name(named, me.name):
+            named = ""
+        elif named:
+            known = [m for m, n in self._machines(ref).items() if _same_name(n, named)]
+            if known:
+                self._hold_for(ref, Holder(comment.id, known[0], shown_name(named)), comment.login)
+                return
+            kind = NO_MACHINE
+        pending = PendingClaim(
+            ref, comment.id, comment.created_at, comment.login, self.ports.nonce(), kind, named
+        )
+        self.ports.book.begin(pending)
+        self._decide(pending)  # the caller holds the item
+
+    def _decide(self, pending: PendingClaim) -> None:
+        try:
+            self._settle(pending)
+        except TheLoopError as error:
+            intake = self.round.intake
+            intake.ports.warn(
+                f"{pending.ref.ref}: the claim on start {pending.start} is not decided "
+                f"yet, and nothing is started until it is: {error}"
+            )
+            intake.counts.failed.append(f"{pending.ref.ref}: claim: {error}")
+
+    def release(self, ref: WorkItemRef) -> None:
+        """A stop or a cleanup ended the item's round: nobody holds it now."""
+        if ref in self.holders() or any(p.ref == ref for p in self.ports.book.pending()):
+            self.ports.book.release(ref)
+            self.holders().pop(ref, None)
+
+    # -- once the comments are fed --------------------------------------------
+
+    def settle(self) -> None:
+        """Decide each pending round of the repository still open (a crash's, or one
+        whose claim was not in the thread yet), each under its item's hold."""
+        intake = self.round.intake
+        for pending in self.ports.book.pending():
+            if intake.stopping():
+                return
+            if not same_repository(pending.ref, self.round.repository):
+                continue
+            with intake.ports.hold(pending.ref):
+                self._decide(pending)
+
+    def _settle(self, pending: PendingClaim) -> None:
+        still = [p for p in self.ports.book.pending() if p.ref == pending.ref]
+        if not still or still[0].start != pending.start:
+            return  # decided (or replaced) by the other reader meanwhile
+        pending = still[0]
+        ports, login = self.ports, self.ports.own_login()
+        seen = self.seen.get((pending.ref, pending.start), [])
+        if pending.kind == CLAIM and not pending.posting and seen and not self._mine(seen[0]):
+            self._lost(pending, seen[0], own=None)  # seen before posting: never posts
+            return
+        comments: list[IssueComment] | None = None
+        if pending.posting and pending.comment_id is None:
+            comments = list(ports.comments_after(pending.ref, pending.since))
+            ours = [c for c in _marked(comments, pending, login) if c.nonce == pending.nonce]
+            if ours:
+                pending = replace(pending, comment_id=ours[0].comment_id)
+                ports.book.update(pending)
+        if pending.comment_id is None:
+            pending = self._post(pending)
+            comments = None
+        if comments is None:
+            comments = list(ports.comments_after(pending.ref, pending.since))
+        marked = _marked(comments, pending, login)
+        self._note_machines(pending.ref, [c for c in marked if c.kind == CLAIM])
+        ours = [c for c in marked if c.comment_id == pending.comment_id]
+        if not ours:
+            return  # this machine's claim is not in the thread yet: decided next cycle
+        if pending.kind == NO_MACHINE:
+            self._no_machine(pending, comments, login)
+        elif self._mine(marked[0]):
+            self._won(pending, marked[0])
+        else:
+            self._lost(pending, marked[0], own=ours[0])
+
+    def _post(self, pending: PendingClaim) -> PendingClaim:
+        ports, me = self.ports, self.ports.machine
+        pending = replace(pending, posting=True)
+        ports.book.update(pending)
+        if pending.kind == NO_MACHINE:
+            seen = [*self._machines(pending.ref).values(), me.name]
+            body = no_machine_body(
+                named=pending.named,
+                seen=seen,
+                start=pending.start,
+                machine=me.id,
+                nonce=pending.nonce,
+            )
+        else:
+            body = claim_body(name=me.name, start=pending.start, machine=me.id, nonce=pending.nonce)
+        posted = self.round.intake.ports.github.post_comment(pending.ref, body)
+        if posted is None:
+            return pending  # posted, id unknown: found by its nonce next cycle
+        self.round.intake.ports.posted.remember_posted(posted)
+        pending = replace(pending, comment_id=posted)
+        ports.book.update(pending)
+        self.round.intake.ports.emit(
+            "claim.posted",
+            work_item=pending.ref.ref,
+            start=pending.start,
+            comment_id=posted,
+            kind=pending.kind,
+        )
+        self.round.intake.ports.checkpoint(f"claim-posted-{pending.start}")
+        return pending
+
+    def _won(self, pending: PendingClaim, claim: Claim) -> None:
+        """This machine's claim is the lowest: spawn, as the start asked."""
+        round_ = self.round
+        holder = Holder(
+            pending.start, self.ports.machine.id, self.ports.machine.name, claim.comment_id
+        )
+        round_.intake.ports.checkpoint(f"claim-won-{pending.start}")
+        outcome = round_.act(pending.ref, START, pending.actor, pending.start)
+        self.ports.book.settle(pending.ref, pending.start, holder)
+        self.holders()[pending.ref] = holder
+        round_.intake.ports.emit(
+            "claim.won",
+            work_item=pending.ref.ref,
+            start=pending.start,
+            comment_id=claim.comment_id,
+            outcome=outcome,
+        )
+
+    def _lost(self, pending: PendingClaim, winning: Claim, *, own: Claim | None) -> None:
+        """Another machine's claim is the lowest: delete this machine's, record the holder."""
+        intake = self.round.intake
+        if own is not None:
+            try:
+                self.ports.delete_comment(pending.ref, own.comment_id)
+            except TheLoopError as error:
+                intake.ports.warn(
+                    f"{pending.ref.ref}: could not delete this machine's losing claim "
+                    f"(comment {own.comment_id}); it decides nothing: {error}"
+                )
+        name = shown_name(winning.name) if winning.name else winning.machine[:12]
+        holder = Holder(pending.start, winning.machine, name, winning.comment_id)
+        self._hold_for(pending.ref, holder, pending.actor)
+
+    def _hold_for(self, ref: WorkItemRef, holder: Holder, actor: str) -> None:
+        """``holder`` holds ``ref``: kept in the book and the control record, an event, and
+        the start's action (held elsewhere)."""
+        intake = self.round.intake
+        self.ports.book.settle(ref, holder.start, holder)
+        self.holders()[ref] = holder
+        held = {"machine": holder.machine, "name": holder.name, "start": holder.start}
+
+        def with_holder(current: object) -> dict[str, object]:
+            control = dict(cast(dict[str, object], current)) if isinstance(current, dict) else {}
+            control[HELD_BY] = held
+            return control
+
+        intake.ports.ledger.store.update_section(ref, CONTROL, with_holder)
+        outcome = f"held by {holder.name}"
+        intake.counts.actions.append(
+            Action("command", ref.ref, actor, START, holder.start, outcome=outcome)
+        )
+        intake.ports.emit(
+            "claim.lost",
+            work_item=ref.ref,
+            start=holder.start,
+            machine=holder.machine,
+            name=holder.name,
+            comment_id=holder.comment_id,
+        )
+
+    def _no_machine(self, pending: PendingClaim, comments: list[IssueComment], login: str) -> None:
+        """The start named a machine nobody had seen: one notice stays (the lowest); a
+        claim the named machine posted meanwhile makes it the holder instead."""
+        notices = claims_for(pending.start, comments, own_login=login, kind=NO_MACHINE)
+        claims = claims_for(pending.start, comments, own_login=login)
+        ours = [n for n in notices if n.comment_id == pending.comment_id]
+        if claims or (notices and ours and notices[0] is not ours[0]):
+            for notice in ours:
+                try:
+                    self.ports.delete_comment(pending.ref, notice.comment_id)
+                except TheLoopError as error:
+                    self.round.intake.ports.warn(
+                        f"{pending.ref.ref}: could not delete a notice (comment "
+                        f"{notice.comment_id}): {error}"
+                    )
+        if claims:
+            winning = claims[0]
+            name = shown_name(winning.name) if winning.name else winning.machine[:12]
+            holder = Holder(pending.start, winning.machine, name, winning.comment_id)
+            self._hold_for(pending.ref, holder, pending.actor)
+            return
+        self.ports.book.settle(pending.ref, pending.start, None)
+        self.holders().pop(pending.ref, None)
+        self.round.intake.ports.emit(
+            "claim.unknown_machine",
+            "warning",
+            work_item=pending.ref.ref,
+            start=pending.start,
+            named=pending.named,
+            notice_posted=bool(ours and notices and notices[0] is ours[0]),
+        )
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _mine(self, claim: Claim) -> bool:
+        return claim.machine == self.ports.machine.id
+
+    def _own_login_or_none(self) -> str:
+        if self._login is None:
+            try:
+                self._login = self.ports.own_login()
+            except TheLoopError as error:
+                self.round.intake.ports.warn(f"claims are not read: {error}")
+                self._login = ""
+        return self._login
+
+    def _machines(self, ref: WorkItemRef) -> dict[str, str]:
+        return dict(self.ports.book.machines(_repository(ref)))
+
+    def _note_machines(self, ref: WorkItemRef, claims: list[Claim]) -> None:
+        known = self._machines(ref)
+        new = {c.machine: shown_name(c.name) for c in claims if c.name and c.machine not in known}
+        if new:
+            self.ports.book.note_machines(_repository(ref), new)
+
+
+def _marked(comments: list[IssueComment], pending: PendingClaim, login: str) -> list[Claim]:
+    """The claims (or notices) on the pending round's start, lowest first."""
+    return claims_for(pending.start, comments, own_login=login, kind=pending.kind)
+
+
+def _same_name(a: str, b: str) -> bool:
+    return shown_name(a).casefold() == shown_name(b).casefold()
+
+
+def _repository(ref: WorkItemRef) -> str:
+    return f"{ref.owner}/{ref.repo}".casefold()
