@@ -92,7 +92,7 @@ def test_two_machines_in_one_round_each_post_and_the_lowest_claim_wins(
                 github.add_comment(
                     REPO,
                     number,
-                    "the-loop: starting an agent on buildbox\n\n<!-- the-loop:agent -->\n"
+                    "the-loop: starting an agent on buildbox\n\n<!-- the-loop:agent-comment -->\n"
                     f"<!-- the-loop:claim start={start.id} machine={'b' * 32} nonce={'1' * 16} -->",
                     login=BOT,
                 )
@@ -115,7 +115,7 @@ def test_a_forged_or_edited_claim_never_decides_a_round(
     known(machines, github)
     start = github.add_comment(REPO, 15, "the-loop start", login="alice")
     forged = (
-        "the-loop: starting an agent on elsewhere\n\n<!-- the-loop:agent -->\n"
+        "the-loop: starting an agent on elsewhere\n\n<!-- the-loop:agent-comment -->\n"
         f"<!-- the-loop:claim start={start.id} machine={'c' * 32} nonce={'2' * 16} -->"
     )
     github.add_comment(REPO, 15, forged, login="mallory")

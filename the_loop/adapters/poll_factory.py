@@ -4,7 +4,6 @@ the intake's (one :class:`~the_loop.intake.ports.IntakePorts`) and the reader's 
 
 from __future__ import annotations
 
-import functools
 import secrets
 import socket
 import time
@@ -30,7 +29,7 @@ from the_loop.dispatch.dispatcher import Dispatcher
 from the_loop.fsio import locked
 from the_loop.github.backoff import PostSpacer
 from the_loop.github.client import GitHubClient
-from the_loop.github.etags import FileEtagCache
+from the_loop.github.etags import FileEtagCache, token_fingerprint
 from the_loop.github.poster import token_help
 from the_loop.intake.claim_ports import ClaimPorts, Machine
 from the_loop.intake.comments import CommentPolicy, DeliverFrom
@@ -178,12 +177,23 @@ def claim_ports(
     )
     return ClaimPorts(
         machine=machine,
-        own_login=functools.cache(reads.own_login),
+        own_login=partial(_own_login, reads),
         comments_after=partial(_comments_after, reads, warn),
         delete_comment=reads.delete_comment,
         book=FileClaimBook(local / CLAIMS_FILE, locks / "claims.lock"),
         nonce=lambda: secrets.token_hex(8),
     )
+
+
+#: The token's own login, by API URL and token: asked of GitHub once per process.
+_LOGINS: dict[tuple[str, str], str] = {}
+
+
+def _own_login(reads: ClientReads) -> str:
+    key = (reads.client.api_url, token_fingerprint(reads.client.token))
+    if key not in _LOGINS:
+        _LOGINS[key] = reads.own_login()
+    return _LOGINS[key]
 
 
 def _comments_after(

@@ -143,7 +143,7 @@ class Claiming:
         if not still or still[0].start != pending.start:
             return  # decided (or replaced) by the other reader meanwhile
         pending = still[0]
-        ports, login = self.ports, self.ports.own_login()
+        ports, login = self.ports, self._own_login()
         seen = self.seen.get((pending.ref, pending.start), [])
         if pending.kind == CLAIM and not pending.posting and seen and not self._mine(seen[0]):
             self._lost(pending, seen[0], own=None)  # seen before posting: never posts
@@ -299,6 +299,18 @@ class Claiming:
 
     def _mine(self, claim: Claim) -> bool:
         return claim.machine == self.ports.machine.id
+
+    def _own_login(self) -> str:
+        """The token's own login; a sentence saying why claims need it when GitHub did
+        not say."""
+        try:
+            return self.ports.own_login()
+        except TheLoopError as error:
+            raise TheLoopError(
+                f"GitHub did not say whose the token is (GET /user: {error}); a claim "
+                "counts only by the token's own login (on a machine alone on its "
+                "repositories, routing.claim: never claims nothing)"
+            ) from error
 
     def _own_login_or_none(self) -> str:
         if self._login is None:
