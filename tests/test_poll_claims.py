@@ -15,6 +15,8 @@ from tests.fake_github import FakeComment, FakeGitHub, serve
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.machines import BOT, REPO, TOKEN, Machine, claims_on
 from tests.helpers.tmuxsock import private_tmux_socket, wait_until
+from the_loop.intake.claims import claim_body
+from the_loop.sessions.machine import MACHINE_FILE, machine_id
 
 
 @pytest.fixture
@@ -37,6 +39,12 @@ def machines(
                 tmp_path / "buildbox", name="buildbox", socket=two, github=github, remote=remote
             ),
         ]
+
+
+def id_of(machine: Machine) -> str:
+    """The machine's id, made the first time it is asked (as its first claim would)."""
+    local, locks = machine.layout.local_dir, machine.layout.local_locks_dir
+    return machine_id(local / MACHINE_FILE, locks / "machine.lock")
 
 
 def known(machines: list[Machine], github: FakeGitHub) -> None:
@@ -223,3 +231,38 @@ def test_claim_never_is_todays_behaviour_no_claim_comment(
         assert alone.live(15)
         assert claims_on(github, 15) == []
         assert not github.logged("GET", "/user")
+
+
+def test_a_lower_claim_shown_late_takes_the_item_and_the_early_winner_yields(
+    machines: list[Machine], github: FakeGitHub
+) -> None:
+    """GitHub shows the buildbox's claim (the lower id) only after the laptop has read
+    the thread and spawned: the laptop's next cycle reads it, deletes its own claim and
+    holds the item as the buildbox's, with a warning."""
+    laptop, buildbox = machines
+    known(machines, github)
+    start = github.add_comment(REPO, 15, "the-loop start", login="alice")
+    lagging: list[FakeComment] = []
+
+    def buildbox_first_but_not_yet_visible(_repository: str, number: int, _body: str) -> None:
+        if not lagging:
+            body = claim_body(
+                name="buildbox", start=start.id, machine=id_of(buildbox), nonce="3" * 16
+            )
+            lagging.append(github.add_comment(REPO, number, body, login=BOT))
+            github.hidden.add(lagging[0].id)
+
+    github.before_create = buildbox_first_but_not_yet_visible
+    laptop.poll()
+    assert laptop.live(15), "the laptop saw only its own claim: it took the start"
+    github.before_create = None
+    github.hidden.clear()
+    github.advance(5)
+    laptop.poll()
+    [contested] = laptop.events_named("claim.contested")
+    assert (contested["name"], contested["comment_id"]) == ("buildbox", lagging[0].id)
+    assert claims_on(github, 15) == lagging, "the laptop kept its own claim"
+    control = laptop.store.section(f"github:{REPO}#15", "control") or {}
+    assert control["heldBy"]["name"] == "buildbox"
+    github.add_comment(REPO, 15, "a note for the agent", login="alice")
+    assert laptop.poll()["delivered"] == 0

@@ -153,6 +153,12 @@ EVENT_TYPES: dict[str, str] = {
         "This machine's claim was the lowest for a start, so it took the start here (work_item, "
         "start, comment_id: the winning claim, outcome: the start's)."
     ),
+    "claim.contested": (
+        "A claim lower than the one this machine won a start with showed up after it took the "
+        "start (GitHub had not shown it yet): the item is that machine's, this machine deleted "
+        "its own claim and pastes nothing more for the item; its agent is left to the operator "
+        "(work_item, start, machine, name, comment_id: the lower claim, own_comment_id)."
+    ),
     "claim.lost": (
         "Another machine holds a work item: its claim for a start was the lowest, or the start "
         "named it; this machine deleted its own claim, if it had posted one, and delivers nothing"

@@ -62,6 +62,9 @@ class Claiming:
         self.seen: dict[tuple[WorkItemRef, int], list[Claim]] = {}
         self._holders: dict[WorkItemRef, Holder] | None = None
         self._login: str | None = None
+        #: Claims read that are lower than the one this machine won the same start with
+        #: (GitHub had not shown them when it decided): yielded to in :meth:`settle`.
+        self.contested: list[tuple[WorkItemRef, Claim]] = []
 
     # -- while the comments are read ------------------------------------------
 
@@ -76,6 +79,20 @@ class Claiming:
         found.append(claim)
         found.sort(key=lambda c: c.comment_id)
         self._note_machines(comment.work_item, [claim])
+        if self._beats_own_win(comment.work_item, claim):
+            self.contested.append((comment.work_item, claim))
+
+    def _beats_own_win(self, ref: WorkItemRef, claim: Claim) -> bool:
+        """Whether ``claim`` is another machine's, lower than this machine's winning one."""
+        holder = self.holders().get(ref)
+        return (
+            holder is not None
+            and not self._mine(claim)
+            and holder.machine == self.ports.machine.id
+            and holder.start == claim.start
+            and holder.comment_id is not None
+            and claim.comment_id < holder.comment_id
+        )
 
     def held_elsewhere(self, ref: WorkItemRef) -> Holder | None:
         """The other machine holding ``ref``, as this machine last knew it."""
@@ -130,6 +147,11 @@ class Claiming:
         """Decide each pending round of the repository still open (a crash's, or one
         whose claim was not in the thread yet), each under its item's hold."""
         intake = self.round.intake
+        for ref, lower in self.contested:
+            with intake.ports.hold(ref):
+                if self._beats_own_win(ref, lower):
+                    self._yield_to(ref, lower)
+        self.contested.clear()
         for pending in self.ports.book.pending():
             if intake.stopping():
                 return
@@ -236,7 +258,43 @@ class Claiming:
         holder = Holder(pending.start, winning.machine, name, winning.comment_id)
         self._hold_for(pending.ref, holder, pending.actor)
 
-    def _hold_for(self, ref: WorkItemRef, holder: Holder, actor: str) -> None:
+    def _yield_to(self, ref: WorkItemRef, lower: Claim) -> None:
+        """A lower claim than the one this machine won with has shown up late: the rule
+        gives the item to its machine, so this machine deletes its claim, holds the item
+        as that machine's and says so (its agent, already started, gets nothing more)."""
+        intake, own = self.round.intake, self.holders()[ref]
+        if own.comment_id is not None:
+            try:
+                self.ports.delete_comment(ref, own.comment_id)
+            except TheLoopError as error:
+                intake.ports.warn(
+                    f"{ref.ref}: could not delete this machine's claim "
+                    f"(comment {own.comment_id}): {error}"
+                )
+        name = shown_name(lower.name) if lower.name else lower.machine[:12]
+        intake.ports.warn(
+            f"{ref.ref}: {name}'s claim on start {lower.start} (comment {lower.comment_id}) "
+            f"is lower than this machine's (comment {own.comment_id}), which GitHub had not "
+            f"shown when this machine took the start: {name} holds the item, and this "
+            f"machine's session for it gets nothing more (`the-loop sessions stop {ref.ref}` "
+            "ends it)"
+        )
+        intake.ports.emit(
+            "claim.contested",
+            "warning",
+            work_item=ref.ref,
+            start=lower.start,
+            machine=lower.machine,
+            name=name,
+            comment_id=lower.comment_id,
+            own_comment_id=own.comment_id,
+        )
+        holder = Holder(lower.start, lower.machine, name, lower.comment_id)
+        self._hold_for(ref, holder, "", action=False)
+
+    def _hold_for(
+        self, ref: WorkItemRef, holder: Holder, actor: str, *, action: bool = True
+    ) -> None:
         """``holder`` holds ``ref``: kept in the book and the control record, an event, and
         the start's action (held elsewhere)."""
         intake = self.round.intake
