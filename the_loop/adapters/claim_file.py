@@ -9,6 +9,7 @@ replacing it would forget a claim already posted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from the_loop.intake.events import parse_timestamp
 from the_loop.ref import WorkItemRef
 
 CLAIMS_FILE = "claims.json"
+_NONCE = re.compile(r"[0-9a-f]{16}")
 FORMAT_VERSION = 1
 Data = dict[str, Any]
 
@@ -115,7 +117,8 @@ class FileClaimBook:
             return {}
         if status != "ok":
             raise TheLoopError(f"{self.path}: the claim book cannot be read: {problem}")
-        if not isinstance(data, dict) or cast(Data, data).get("version") != FORMAT_VERSION:
+        version = cast(Data, data).get("version") if isinstance(data, dict) else None
+        if type(version) is not int or version != FORMAT_VERSION:
             raise TheLoopError(
                 f"{self.path}: not a claim book this release wrote (expected version "
                 f"{FORMAT_VERSION}); move it away to start a new one"
@@ -123,15 +126,15 @@ class FileClaimBook:
         return cast(Data, data)
 
     def _change(self, change: Callable[[Data], None]) -> None:
-        with locked(self.lock_path):
-            data = dict(self._read())
-            change(data)
-            data["version"] = FORMAT_VERSION
-            try:
+        try:
+            with locked(self.lock_path):
+                data = dict(self._read())
+                change(data)
+                data["version"] = FORMAT_VERSION
                 write_json(self.path, data)
-            except OSError as error:
-                message = f"{self.path}: the claim book was not written: {error}"
-                raise TheLoopError(message) from error
+        except OSError as error:
+            message = f"{self.path}: the claim book was not written: {error}"
+            raise TheLoopError(message) from error
 
 
 def _rows(data: Data) -> list[Data]:
@@ -198,6 +201,8 @@ def _pending(row: Data) -> PendingClaim | None:
         since = None
     if ref is None or start is None or since is None or kind not in (CLAIM, NO_MACHINE):
         return None
+    if not 0 < start < 10**18 or _NONCE.fullmatch(nonce) is None:
+        return None  # not a round this release began: no claim could carry it
     return PendingClaim(
         ref,
         start,

@@ -159,6 +159,11 @@ EVENT_TYPES: dict[str, str] = {
         "its own claim and pastes nothing more for the item; its agent is left to the operator "
         "(work_item, start, machine, name, comment_id: the lower claim, own_comment_id)."
     ),
+    "claim.gone": (
+        "This machine's claim on a start was still not in the thread ten minutes after the start "
+        "(a person deleted it): the round is given up, nothing is started here for it, and a new "
+        "start opens another (work_item, start, comment_id)."
+    ),
     "claim.lost": (
         "Another machine holds a work item: its claim for a start was the lowest, or the start "
         "named it; this machine deleted its own claim, if it had posted one, and delivers nothing"

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 #: The control section's key naming the machine that holds the item (a loser's record).
 HELD_BY = "heldBy"
+#: How long after its start a claim this machine posted may stay out of the thread
+#: before the round is given up as deleted (GitHub shows a comment within seconds).
+GONE_AFTER_SECONDS = 600.0
 
 
 class Claiming:
@@ -58,8 +61,11 @@ class Claiming:
     def __init__(self, round_: Round, ports: ClaimPorts) -> None:
         self.round = round_
         self.ports = ports
-        #: The claims read among this round's comments, by item and start, lowest first.
-        self.seen: dict[tuple[WorkItemRef, int], list[Claim]] = {}
+        #: The claims (and notices) read among this round's comments, by item, start and
+        #: kind, lowest first.
+        self.seen: dict[tuple[WorkItemRef, int, str], list[Claim]] = {}
+        #: The rounds this round has tried to decide already (tried again next cycle).
+        self.tried: set[tuple[WorkItemRef, int]] = set()
         self._holders: dict[WorkItemRef, Holder] | None = None
         self._login: str | None = None
         #: Claims read that are lower than the one this machine won the same start with
@@ -73,11 +79,13 @@ class Claiming:
         if not looks_like_claim(comment):
             return
         claim = read_claim(comment, own_login=self._own_login_or_none())
-        if claim is None or claim.kind != CLAIM:
+        if claim is None:
             return
-        found = self.seen.setdefault((comment.work_item, claim.start), [])
+        found = self.seen.setdefault((comment.work_item, claim.start, claim.kind), [])
         found.append(claim)
         found.sort(key=lambda c: c.comment_id)
+        if claim.kind != CLAIM:
+            return
         self._note_machines(comment.work_item, [claim])
         if self._beats_own_win(comment.work_item, claim):
             self.contested.append((comment.work_item, claim))
@@ -114,10 +122,15 @@ class Claiming:
             named = ""
         elif named:
             known = [m for m, n in self._machines(ref).items() if _same_name(n, named)]
-            if known:
-                self._hold_for(ref, Holder(comment.id, known[0], shown_name(named)), comment.login)
+            if me.id in known:
+                named = ""  # this machine's earlier name: claimed as any start
+            elif known:
+                self.ports.book.release(ref)  # the item's earlier round, if any, is over
+                holder = Holder(comment.id, known[0], shown_name(named))
+                self._hold_for(ref, holder, comment.login)
                 return
-            kind = NO_MACHINE
+            else:
+                kind = NO_MACHINE
         pending = PendingClaim(
             ref, comment.id, comment.created_at, comment.login, self.ports.nonce(), kind, named
         )
@@ -125,6 +138,7 @@ class Claiming:
         self._decide(pending)  # the caller holds the item
 
     def _decide(self, pending: PendingClaim) -> None:
+        self.tried.add((pending.ref, pending.start))
         try:
             self._settle(pending)
         except TheLoopError as error:
@@ -135,11 +149,21 @@ class Claiming:
             )
             intake.counts.failed.append(f"{pending.ref.ref}: claim: {error}")
 
-    def release(self, ref: WorkItemRef) -> None:
-        """A stop or a cleanup ended the item's round: nobody holds it now."""
-        if ref in self.holders() or any(p.ref == ref for p in self.ports.book.pending()):
-            self.ports.book.release(ref)
-            self.holders().pop(ref, None)
+    def release(self, ref: WorkItemRef, *, control_too: bool = False) -> None:
+        """A stop, a cleanup or a closure ended the item's round: nobody holds it now
+        (``control_too``: and the control record's ``heldBy`` goes, which a command's
+        new record otherwise replaces)."""
+        book = self.ports.book
+        held = ref in book.holders()
+        if held or any(p.ref == ref for p in book.pending()):
+            book.release(ref)
+        self.holders().pop(ref, None)
+        if held and control_too:
+            self.round.intake.ports.ledger.store.update_section(ref, CONTROL, _without_holder)
+
+    def open_rounds(self) -> set[WorkItemRef]:
+        """The items with a round here: a holder known, or a claim pending."""
+        return {*self.holders(), *(p.ref for p in self.ports.book.pending())}
 
     # -- once the comments are fed --------------------------------------------
 
@@ -155,7 +179,8 @@ class Claiming:
         for pending in self.ports.book.pending():
             if intake.stopping():
                 return
-            if not same_repository(pending.ref, self.round.repository):
+            tried = (pending.ref, pending.start) in self.tried
+            if tried or not same_repository(pending.ref, self.round.repository):
                 continue
             with intake.ports.hold(pending.ref):
                 self._decide(pending)
@@ -164,35 +189,77 @@ class Claiming:
         still = [p for p in self.ports.book.pending() if p.ref == pending.ref]
         if not still or still[0].start != pending.start:
             return  # decided (or replaced) by the other reader meanwhile
-        pending = still[0]
-        ports, login = self.ports, self._own_login()
-        seen = self.seen.get((pending.ref, pending.start), [])
-        if pending.kind == CLAIM and not pending.posting and seen and not self._mine(seen[0]):
-            self._lost(pending, seen[0], own=None)  # seen before posting: never posts
+        pending, login = still[0], self._own_login()
+        if self._settled_by_batch(pending, login):
             return
-        comments: list[IssueComment] | None = None
-        if pending.posting and pending.comment_id is None:
-            comments = list(ports.comments_after(pending.ref, pending.since))
-            ours = [c for c in _marked(comments, pending, login) if c.nonce == pending.nonce]
-            if ours:
-                pending = replace(pending, comment_id=ours[0].comment_id)
-                ports.book.update(pending)
-        if pending.comment_id is None:
-            pending = self._post(pending)
-            comments = None
-        if comments is None:
-            comments = list(ports.comments_after(pending.ref, pending.since))
+        pending, comments = self._posted_and_read(pending, login)
         marked = _marked(comments, pending, login)
         self._note_machines(pending.ref, [c for c in marked if c.kind == CLAIM])
-        ours = [c for c in marked if c.comment_id == pending.comment_id]
+        ours = [c for c in marked if _is_ours(c, pending)]
         if not ours:
-            return  # this machine's claim is not in the thread yet: decided next cycle
+            self._not_shown(pending)
+            return
+        if pending.comment_id is None:
+            pending = replace(pending, comment_id=ours[0].comment_id)
+            self.ports.book.update(pending)
         if pending.kind == NO_MACHINE:
             self._no_machine(pending, comments, login)
         elif self._mine(marked[0]):
             self._won(pending, marked[0])
         else:
             self._lost(pending, marked[0], own=ours[0])
+
+    def _settled_by_batch(self, pending: PendingClaim, login: str) -> bool:
+        """Decided by what the reader's batch already held, before this machine posts:
+        another machine's winning claim, or (for a notice) another's notice."""
+        if pending.posting:
+            return False
+        seen = self.seen.get((pending.ref, pending.start, CLAIM), [])
+        if seen and not self._mine(seen[0]):
+            self._lost(pending, seen[0], own=None)
+            return True
+        notices = self.seen.get((pending.ref, pending.start, NO_MACHINE), [])
+        if pending.kind == NO_MACHINE and notices:
+            self._no_machine(pending, [], login, seen_notice=notices[0])
+            return True
+        return False
+
+    def _posted_and_read(
+        self, pending: PendingClaim, login: str
+    ) -> tuple[PendingClaim, list[IssueComment]]:
+        """This machine's claim posted (once: a POST a crash cut short is looked for by
+        its nonce first), then the thread after the start, read once."""
+        read = self.ports.comments_after
+        if pending.comment_id is not None:
+            return pending, list(read(pending.ref, pending.since))
+        if pending.posting:
+            comments = list(read(pending.ref, pending.since))
+            if any(_is_ours(c, pending) for c in _marked(comments, pending, login)):
+                return pending, comments
+        pending = self._post(pending)
+        return pending, list(read(pending.ref, pending.since))
+
+    def _not_shown(self, pending: PendingClaim) -> None:
+        """This machine's claim is not in the thread: GitHub has not shown it yet (the
+        round is decided next cycle), or, long after the start, it is gone (deleted by a
+        person): the round is given up, and a new start opens another."""
+        intake = self.round.intake
+        waited = intake.ports.clock() - pending.since.timestamp()
+        if pending.comment_id is None or waited < GONE_AFTER_SECONDS:
+            return
+        self.ports.book.settle(pending.ref, pending.start, None)
+        intake.ports.warn(
+            f"{pending.ref.ref}: this machine's claim on start {pending.start} (comment "
+            f"{pending.comment_id}) is gone from the thread: nothing is started here for "
+            "it; a new start opens a new round"
+        )
+        intake.ports.emit(
+            "claim.gone",
+            "warning",
+            work_item=pending.ref.ref,
+            start=pending.start,
+            comment_id=pending.comment_id,
+        )
 
     def _post(self, pending: PendingClaim) -> PendingClaim:
         ports, me = self.ports, self.ports.machine
@@ -321,13 +388,24 @@ class Claiming:
             comment_id=holder.comment_id,
         )
 
-    def _no_machine(self, pending: PendingClaim, comments: list[IssueComment], login: str) -> None:
-        """The start named a machine nobody had seen: one notice stays (the lowest); a
-        claim the named machine posted meanwhile makes it the holder instead."""
+    def _no_machine(
+        self,
+        pending: PendingClaim,
+        comments: list[IssueComment],
+        login: str,
+        *,
+        seen_notice: Claim | None = None,
+    ) -> None:
+        """The start named a machine nobody had seen: one notice stays (the lowest; one
+        already in the batch means this machine posts none); a claim the named machine
+        posted meanwhile makes it the holder instead."""
         notices = claims_for(pending.start, comments, own_login=login, kind=NO_MACHINE)
         claims = claims_for(pending.start, comments, own_login=login)
-        ours = [n for n in notices if n.comment_id == pending.comment_id]
-        if claims or (notices and ours and notices[0] is not ours[0]):
+        if seen_notice is not None:
+            notices = [seen_notice]
+        ours = [n for n in notices if _is_ours(n, pending)]
+        kept = bool(ours) and notices[0] is ours[0] and not claims
+        if not kept:
             for notice in ours:
                 try:
                     self.ports.delete_comment(pending.ref, notice.comment_id)
@@ -350,7 +428,7 @@ class Claiming:
             work_item=pending.ref.ref,
             start=pending.start,
             named=pending.named,
-            notice_posted=bool(ours and notices and notices[0] is ours[0]),
+            notice_posted=kept,
         )
 
     # -- helpers ---------------------------------------------------------------
@@ -392,6 +470,20 @@ class Claiming:
 def _marked(comments: list[IssueComment], pending: PendingClaim, login: str) -> list[Claim]:
     """The claims (or notices) on the pending round's start, lowest first."""
     return claims_for(pending.start, comments, own_login=login, kind=pending.kind)
+
+
+def _is_ours(claim: Claim, pending: PendingClaim) -> bool:
+    """Whether ``claim`` is the pending round's own: by its id, or its nonce before the
+    id is known (a POST whose answer was lost)."""
+    if pending.comment_id is not None:
+        return claim.comment_id == pending.comment_id
+    return claim.nonce == pending.nonce
+
+
+def _without_holder(current: object) -> dict[str, object]:
+    control = dict(cast(dict[str, object], current)) if isinstance(current, dict) else {}
+    control.pop(HELD_BY, None)
+    return control
 
 
 def _same_name(a: str, b: str) -> bool:

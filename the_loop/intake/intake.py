@@ -225,12 +225,32 @@ class Round:
         counts.commands += 1
         if self.claiming is not None and not key:
             if verb == START:
-                self.claiming.begin(comment)  # decided now, under the item's hold
-                self.sessions = self.intake.live_sessions(self.repository)
+                self._claim(comment)
                 return
             if verb in (STOP, CLEANUP):
                 self.claiming.release(ref)
         self.act(ref, verb, comment.login, comment.id)
+
+    def _claim(self, comment: IssueComment) -> None:
+        """Begin the start's round and decide it now, under the item's hold; a round that
+        could not even be begun fails as a command's action does."""
+        assert self.claiming is not None
+        try:
+            self.claiming.begin(comment)
+        except TheLoopError as error:
+            ref, counts = comment.work_item, self.intake.counts
+            counts.failed.append(f"{ref.ref}: start: {error}")
+            action = Action("command", ref.ref, comment.login, START, comment.id)
+            counts.actions.append(replace(action, outcome="failed"))
+            self.intake.ports.emit(
+                "poll.command",
+                work_item=ref.ref,
+                command=START,
+                actor=comment.login,
+                comment_id=comment.id,
+                outcome="failed",
+            )
+        self.sessions = self.intake.live_sessions(self.repository)
 
     def act(self, ref: WorkItemRef, verb: str, actor: str, comment_id: int) -> str:
         """Run ``verb`` for ``ref`` through the sessions' own code; its outcome word."""
@@ -282,10 +302,10 @@ class Round:
             return
         close_finished(self.sessions, self.knowledge, self.intake)
         if self.claiming is not None:
-            for ref in list(self.claiming.holders()):
+            for ref in sorted(self.claiming.open_rounds(), key=lambda r: r.ref):
                 closed = self.knowledge.known_open(ref) is False
                 if closed and same_repository(ref, self.repository):
-                    self.claiming.release(ref)  # a closed item's round is over
+                    self.claiming.release(ref, control_too=True)  # its round is over
 
     def _first_sight(self, ref: WorkItemRef) -> None:
         """Baseline the thread as seen; run the authorized commands still owed."""
