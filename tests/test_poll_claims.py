@@ -170,6 +170,8 @@ def test_a_start_on_an_unknown_machine_gets_one_notice_and_starts_nothing(
         notices = [c for c in github.comments if "the-loop:no-machine " in c.body]
     assert len(notices) == 1
     assert "no machine named nowhere" in notices[0].body
+    _, out, _ = laptop.run_cli(["events", "--format", "json"])
+    assert "claim.unknown_machine" in out
     assert "laptop" in notices[0].body
 
 
@@ -264,5 +266,35 @@ def test_a_lower_claim_shown_late_takes_the_item_and_the_early_winner_yields(
     assert claims_on(github, 15) == lagging, "the laptop kept its own claim"
     control = laptop.store.section(f"github:{REPO}#15", "control") or {}
     assert control["heldBy"]["name"] == "buildbox"
+    assert not laptop.live(15), "two agents on one item: the laptop's was not ended"
+    assert (laptop.home / "workspaces").exists() and any((laptop.home / "workspaces").rglob(".git"))
     github.add_comment(REPO, 15, "a note for the agent", login="alice")
     assert laptop.poll()["delivered"] == 0
+
+
+def test_a_start_on_another_machine_moves_a_running_item_there_and_ends_it_here(
+    machines: list[Machine], github: FakeGitHub
+) -> None:
+    laptop, buildbox = machines
+    known(machines, github)
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    buildbox.poll()  # the buildbox claims first: the laptop learns its name
+    laptop.poll()
+    github.advance(5)
+    github.add_comment(REPO, 15, "the-loop stop", login="alice")
+    buildbox.poll()
+    laptop.poll()
+    github.advance(5)
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    laptop.poll()
+    buildbox.poll()
+    assert laptop.live(15) and not buildbox.live(15)
+    github.advance(5)
+    github.add_comment(REPO, 15, "the-loop start on buildbox", login="alice")
+    code, out, err = laptop.run_cli(["poll", "--once"])
+    assert code == 0, err
+    assert "held by buildbox: this machine's session ended, checkouts kept" in out, out
+    assert "ran `start` for @alice" in out and ": held by buildbox" in out, out
+    assert not laptop.live(15)
+    buildbox.poll()
+    assert buildbox.live(15)

@@ -88,6 +88,11 @@ class Actions:
         Says how many checkouts it removed, and how many it kept for the work they hold."""
         return self._close(ref, cleanup, "ticket closed" if cleanup else CLOSED_BY_STRANGER)
 
+    def end_here(self, ref: WorkItemRef, reason: str) -> None:
+        """The one close path for an item another machine now holds: checkouts kept,
+        ``reason`` saying who holds it."""
+        self._close(ref, False, reason)
+
     def close_gone(self, ref: WorkItemRef, why: str) -> None:
         """The one close path for a ticket GitHub no longer has: checkouts kept, the reason
         saying it is gone and ``why``."""

@@ -127,6 +127,7 @@ def intake_ports(
         control=actions.control,
         close=actions.close,
         close_gone=actions.close_gone,
+        end_here=actions.end_here,
         end_endpoint=actions.end_endpoint,
         deliver=actions.deliver,
         pane_mark=actions.pane_mark,

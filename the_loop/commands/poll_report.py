@@ -81,21 +81,27 @@ def action_line(action: Item) -> str:
     if kind == "closed":
         by = f" by {who}" if action.get("actor") else ""
         return f"{ref}: {reason or 'closed'} on GitHub{by}: session ended, {_left(action)}"
-    if kind == "gone":
-        return f"{ref}: gone from GitHub ({reason}): session ended, checkouts kept"
+    if kind in _PLAIN:
+        return _PLAIN[kind].format(ref=ref, reason=reason)
     if kind == "endpoint":
         return f"{ref}: linked {action.get('pullRequest')} {reason}: its endpoint ended"
     if kind == "linked":
         how = "its head branch" if reason == "branch" else "a closing keyword in its body"
         return f"{ref}: linked pull request {action.get('pullRequest')} (by {how})"
-    if kind == "reopened":
-        return f"{ref}: open again on GitHub: the recorded {reason!r} state was cleared"
     if kind == "escalated":
         return (
             f"{ref}: CI of {action.get('pullRequest')} failed on {reason} pushes in a row "
             f"({verb}): its failures are no longer pasted; a comment on the ticket says so"
         )
     return f"{ref}: {kind}"
+
+
+#: The sentences of the actions said by their work item and reason alone.
+_PLAIN = {
+    "handed": "{ref}: held by {reason}: this machine's session ended, checkouts kept",
+    "gone": "{ref}: gone from GitHub ({reason}): session ended, checkouts kept",
+    "reopened": "{ref}: open again on GitHub: the recorded {reason!r} state was cleared",
+}
 
 
 def _refusal(action: Item, who: str, verb: str, comment: str) -> str:

@@ -156,7 +156,7 @@ EVENT_TYPES: dict[str, str] = {
     "claim.contested": (
         "A claim lower than the one this machine won a start with showed up after it took the "
         "start (GitHub had not shown it yet): the item is that machine's, this machine deleted "
-        "its own claim and pastes nothing more for the item; its agent is left to the operator "
+        "its own claim and ended its session for the item, checkouts kept "
         "(work_item, start, machine, name, comment_id: the lower claim, own_comment_id)."
     ),
     "claim.gone": (
@@ -166,9 +166,9 @@ EVENT_TYPES: dict[str, str] = {
     ),
     "claim.lost": (
         "Another machine holds a work item: its claim for a start was the lowest, or the start "
-        "named it; this machine deleted its own claim, if it had posted one, and delivers nothing"
-        " for the item (work_item, start, machine, name, comment_id: the winning claim, null when"
-        " the start named the machine)."
+        "named it; this machine deleted its own claim, if it had posted one, delivers nothing "
+        "for the item and ends a session of its own for it, checkouts kept (work_item, start, "
+        "machine, name, comment_id: the winning claim, null when the start named the machine)."
     ),
     "claim.unknown_machine": (
         "A start named a machine nobody has seen claiming on the repository, so no machine starts"

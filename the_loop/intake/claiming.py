@@ -328,7 +328,7 @@ class Claiming:
     def _yield_to(self, ref: WorkItemRef, lower: Claim) -> None:
         """A lower claim than the one this machine won with has shown up late: the rule
         gives the item to its machine, so this machine deletes its claim, holds the item
-        as that machine's and says so (its agent, already started, gets nothing more)."""
+        as that machine's, ends its session for it (checkouts kept) and says so."""
         intake, own = self.round.intake, self.holders()[ref]
         if own.comment_id is not None:
             try:
@@ -343,8 +343,7 @@ class Claiming:
             f"{ref.ref}: {name}'s claim on start {lower.start} (comment {lower.comment_id}) "
             f"is lower than this machine's (comment {own.comment_id}), which GitHub had not "
             f"shown when this machine took the start: {name} holds the item, and this "
-            f"machine's session for it gets nothing more (`the-loop sessions stop {ref.ref}` "
-            "ends it)"
+            "machine's session for it ends, its checkouts kept"
         )
         intake.ports.emit(
             "claim.contested",
@@ -375,6 +374,7 @@ class Claiming:
             return control
 
         intake.ports.ledger.store.update_section(ref, CONTROL, with_holder)
+        self._end_here(ref, holder)
         outcome = f"held by {holder.name}"
         intake.counts.actions.append(
             Action("command", ref.ref, actor, START, holder.start, outcome=outcome)
@@ -387,6 +387,25 @@ class Claiming:
             name=holder.name,
             comment_id=holder.comment_id,
         )
+
+    def _end_here(self, ref: WorkItemRef, holder: Holder) -> None:
+        """A session of this machine's still live for an item another machine now holds
+        is ended, its checkouts kept: one agent per item, never two on one branch."""
+        intake, round_ = self.round.intake, self.round
+        end_here = intake.ports.end_here
+        if end_here is None or ref not in round_.sessions:
+            return
+        reason = (
+            f"held by {holder.name} (machine {holder.machine[:12]}): its claim won start "
+            f"{holder.start}; checkouts kept"
+        )
+        try:
+            end_here(ref, reason)
+        except TheLoopError as error:
+            intake.counts.failed.append(f"{ref.ref}: ending the session held elsewhere: {error}")
+            return
+        intake.counts.actions.append(Action("handed", ref.ref, reason=holder.name))
+        round_.sessions = intake.live_sessions(round_.repository)
 
     def _no_machine(
         self,
@@ -422,6 +441,9 @@ class Claiming:
             return
         self.ports.book.settle(pending.ref, pending.start, None)
         self.holders().pop(pending.ref, None)
+        outcome = f"no machine named {shown_name(pending.named)} is known here: nothing started"
+        done = Action("command", pending.ref.ref, pending.actor, START, pending.start)
+        self.round.intake.counts.actions.append(replace(done, outcome=outcome))
         self.round.intake.ports.emit(
             "claim.unknown_machine",
             "warning",

@@ -21,10 +21,8 @@ from the_loop.intake.ci_round import take_checks
 from the_loop.intake.claiming import Claiming
 from the_loop.intake.closures import close_finished
 from the_loop.intake.comments import (
-    CommentDecision,
     ItemView,
     Outcome,
-    Reason,
     SessionState,
     classify_comment,
 )
@@ -44,6 +42,7 @@ from the_loop.intake.ports import (
     LiveSession,
 )
 from the_loop.intake.pulls import PullRequest
+from the_loop.intake.refusals import log_refusal, refused, refused_at_first_sight
 from the_loop.intake.review_round import take_reviews
 from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
@@ -194,7 +193,7 @@ class Round:
         view = ItemView(watched, state, seen, self.read_from)
         posted = self.intake.ports.posted.posted()
         decision = classify_comment(comment, view, self.intake.settings.policy, posted_ids=posted)
-        self._log_refusal(decision, comment, live=state is not SessionState.NONE)
+        log_refusal(self.intake, decision, comment, live=state is not SessionState.NONE)
         if decision.outcome is Outcome.COMMAND and decision.verb is not None:
             if self.may_command(comment):
                 self.command(comment, decision.verb)
@@ -327,7 +326,7 @@ class Round:
         ports.emit("poll.baselined", work_item=ref.ref, comments=len(sight.baseline_ids))
         for stranger in sight.refused:
             if self.read_from is not None and stranger.comment.created_at >= self.read_from:
-                self._refused_at_first_sight(stranger.comment, stranger.verb)
+                refused_at_first_sight(self.intake, stranger.comment, stranger.verb)
         for owed in sight.commands:
             self.command(owed.comment, owed.verb)
 
@@ -348,82 +347,17 @@ class Round:
                 f"{ref.ref}: refused the command of @{login} (comment {comment.id}): "
                 f"could not check that @{login} may still write to the repository: {error}"
             )
-            self._refused(comment, "unknown", error=str(error))
+            refused(intake, comment, "unknown", error=str(error))
             return False
         if may_write(permission):
             return True
-        self._refused(comment, permission)
+        refused(intake, comment, permission)
         return False
-
-    def _asked_verb(self, comment: IssueComment) -> str:
-        """The one verb a refused comment asked for (``""``: none, or more than one)."""
-        scan = self.intake.settings.policy.grammar.scan(comment.body)
-        return scan.verb or "" if scan.is_keyword and not scan.ambiguous else ""
-
-    def _refused_at_first_sight(self, comment: IssueComment, verb: str) -> None:
-        """A stranger's command new this round (in the reader's window) on an item met
-        for the first time: refused like any other, with its event and its action."""
-        ref = comment.work_item.ref
-        action = Action("refused", ref, comment.login, verb, comment.id, reason="not-authorized")
-        self.intake.counts.actions.append(action)
-        self.intake.ports.emit(
-            "poll.unauthorized",
-            "warning",
-            work_item=ref,
-            comment_id=comment.id,
-            login=comment.login,
-        )
-
-    def _refused(self, comment: IssueComment, permission: str, **detail: str) -> None:
-        reason = "permission-unknown" if permission == "unknown" else f"permission-{permission}"
-        verb = self._asked_verb(comment)
-        refusal = Action("refused", comment.work_item.ref, comment.login, verb, comment.id)
-        self.intake.counts.actions.append(replace(refusal, reason=reason))
-        self.intake.ports.emit(
-            "poll.access_refused",
-            "warning",
-            work_item=comment.work_item.ref,
-            comment_id=comment.id,
-            login=comment.login,
-            permission=permission,
-            **detail,
-        )
 
     def _facts(self, ref: WorkItemRef) -> ItemFacts:
         changed = self.knowledge.changed.get(ref) if self.knowledge is not None else None
         issue = changed if changed is not None else self.intake.ports.github.item(ref)
         return ItemFacts(ref, issue.title, issue.url, issue.body, issue.author)
-
-    def _log_refusal(self, decision: CommentDecision, comment: IssueComment, *, live: bool) -> None:
-        """A refusal the operator reads of: an event (a keyword's) and an action (a
-        stranger's comment not delivered only while a session would have taken it)."""
-        ref, who, emit = comment.work_item, comment.login, self.intake.ports.emit
-        event, verbs = decision.event, decision.ambiguous_verbs
-        if decision.reason in _REFUSALS and (live or decision.reason is not Reason.UNAUTHORIZED):
-            self.intake.counts.actions.append(
-                Action(
-                    "refused",
-                    ref.ref,
-                    who,
-                    self._asked_verb(comment),
-                    comment.id,
-                    reason=_REFUSALS[decision.reason],
-                    outcome=",".join(verbs),
-                )
-            )
-        if event == "poll.unauthorized":
-            emit(
-                "poll.unauthorized", "warning", work_item=ref.ref, comment_id=comment.id, login=who
-            )
-        elif event == "poll.ambiguous":
-            emit(
-                "poll.ambiguous",
-                "warning",
-                work_item=ref.ref,
-                comment_id=comment.id,
-                login=who,
-                verbs=list(verbs),
-            )
 
     def _queue(self, comment: IssueComment, outcome: Outcome, trusted: bool) -> None:
         """Record the comment seen and its delivery row (waiting, or held while paused)."""
@@ -450,14 +384,6 @@ class Round:
         ports.ledger.change(comment.work_item, change)
         if outcome is Outcome.HOLD and queued:
             ports.emit("poll.comment_held", work_item=comment.work_item.ref, comment_id=comment.id)
-
-
-#: The settled comments an operator reads of, and the word for why.
-_REFUSALS = {
-    Reason.UNAUTHORIZED_KEYWORD: "not-authorized",
-    Reason.AMBIGUOUS: "ambiguous",
-    Reason.UNAUTHORIZED: "not-delivered-from",
-}
 
 
 def same_repository(a: WorkItemRef, b: WorkItemRef) -> bool:

@@ -163,13 +163,17 @@ class IntakePorts:
     #: The claims on the ticket that decide which machine takes a start (None:
     #: ``routing.claim`` is never: this machine starts what it is asked, alone).
     claims: ClaimPorts | None = None
+    #: ``end_here(ref, reason)``: the one close path, checkouts kept, for an item another
+    #: machine now holds (None: this reader ends nothing for a claim).
+    end_here: Callable[[WorkItemRef, str], None] | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was
 #: refused; a comment reached a pane; a closed, merged or gone item ended its session;
 #: a linked PR's endpoint ended; an item seen open again lost its closed state; a pull
 #: request was linked to the work item it delivers; a pull request's CI failed too often
-#: in a row and its failures are no longer pasted.
+#: in a row and its failures are no longer pasted; another machine's claim won an item
+#: this machine ran a session for, and that session ended here.
 ACTION_KINDS = (
     "command",
     "refused",
@@ -180,6 +184,7 @@ ACTION_KINDS = (
     "reopened",
     "linked",
     "escalated",
+    "handed",
 )
 
 
