@@ -19,9 +19,9 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from the_loop.github.etags import CachedPage, EtagCache, MemoryEtagCache, token_fingerprint
 from the_loop.github.poster import API_VERSION, DEFAULT_TIMEOUT_SECONDS, USER_AGENT
@@ -197,6 +197,10 @@ class GitHubClient:
                 raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
             seen.add(url)
             page = self.get_url(url, keep_body=keep_bodies, conditional=conditional)
+            if page.not_modified and not page.next_url and _may_have_grown(page, pages):
+                # A full last page unchanged: a new entry may have started the page after
+                # it, and the Link a 304 stands for is the old one. Asked again in full.
+                page = self.get_url(url, keep_body=keep_bodies, conditional=False)
             pages.append(page)
             url = page.next_url
         return Listing(tuple(pages))
@@ -234,15 +238,18 @@ class GitHubClient:
         if answer.status == 304 and cached is not None:
             self.stats.not_modified += 1
             body = (cached.body or "").encode("utf-8")
-            return GitHubResponse(304, url, answer.headers, body, cached.next_url, True)
+            return GitHubResponse(
+                304, url, answer.headers, body, cached.next_url, True, cached.entries
+            )
         if not 200 <= answer.status < 300:
             raise _refusal(url, answer, self.token_advice)
         next_url = self._linked(url, answer.headers, "next")
-        etag = answer.headers.get("etag", "")
+        etag, entries = answer.headers.get("etag", ""), _entries(answer.body)
         if etag:
             kept = answer.body.decode("utf-8", errors="replace") if keep_body else None
-            self.etags.store(self._fingerprint, url, CachedPage(etag, next_url, kept))
-        return GitHubResponse(answer.status, url, answer.headers, answer.body, next_url)
+            self.etags.store(self._fingerprint, url, CachedPage(etag, next_url, kept, entries))
+        status, headers, body = answer.status, answer.headers, answer.body
+        return GitHubResponse(status, url, headers, body, next_url, False, entries)
 
     def post_json(self, path: str, payload: object) -> GitHubResponse:
         """POST ``payload`` as JSON to ``path`` (never retried: it may have been done)."""
@@ -411,6 +418,30 @@ def _ask(
         raise http.client.IncompleteRead(data, response.length)
     headers_read = _header_map(response)
     return _Answer(response.status, response.reason, headers_read, data, response.will_close)
+
+
+def _entries(body: bytes) -> int:
+    """How many entries a listing's body holds (-1: it is not a JSON array)."""
+    if not body.startswith(b"["):
+        return -1
+    try:
+        parsed = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return -1
+    return len(cast(list[Any], parsed)) if isinstance(parsed, list) else -1
+
+
+def _may_have_grown(page: GitHubResponse, before: Sequence[GitHubResponse]) -> bool:
+    """Whether a last page answered 304 was full, so a new entry would be on a page it
+    does not link to: as full as the walk's first page was (that one had a next), or,
+    alone, as long as the ``per_page`` asked for (GitHub's default 30, at most 100)."""
+    if page.entries <= 0:
+        return False
+    if before:
+        return page.entries >= before[0].entries > 0
+    asked = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query).get("per_page", ["30"])
+    size = int(asked[0]) if asked[0].isdigit() else 30
+    return page.entries >= min(max(size, 1), 100)
 
 
 def _reason(error: BaseException) -> str:

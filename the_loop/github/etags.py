@@ -35,11 +35,15 @@ class CachedPage:
     etag: str
     next_url: str = ""
     body: str | None = None
+    #: How many entries the page listed (-1: not a listing, or not known).
+    entries: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         document: dict[str, Any] = {"etag": self.etag, "next": self.next_url}
         if self.body is not None:
             document["body"] = self.body
+        if self.entries >= 0:
+            document["entries"] = self.entries
         return document
 
     @classmethod
@@ -51,7 +55,9 @@ class CachedPage:
         etag, next_url, body = entry.get("etag"), entry.get("next", ""), entry.get("body")
         if not isinstance(etag, str) or not etag or not isinstance(next_url, str):
             return None
-        return cls(etag, next_url, body if isinstance(body, str) else None)
+        count = entry.get("entries", -1)
+        count = count if isinstance(count, int) and not isinstance(count, bool) else -1
+        return cls(etag, next_url, body if isinstance(body, str) else None, count)
 
 
 class EtagCache(Protocol):

@@ -105,6 +105,9 @@ class GitHubResponse:
     body: bytes
     next_url: str = ""
     not_modified: bool = False
+    #: How many entries the page lists (-1: not a listing, or a 304 of a page cached
+    #: before the count was kept).
+    entries: int = -1
 
     @property
     def rate(self) -> RateLimit | None:

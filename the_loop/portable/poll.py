@@ -74,6 +74,8 @@ class PollState:
         self.store = store
         self._registry = registry
         self._owners: dict[str, WorkItemRef] = {}
+        #: The store's pull requests to their owners, read once (its first need).
+        self._store_owners: dict[str, str] | None = None
 
     def own(self, ref: WorkItemRef | str, owner: WorkItemRef | str = "") -> None:
         """Record that ``ref``'s ledger lives with ``owner`` (empty or equal: its own ``poll``).
@@ -231,7 +233,9 @@ class PollState:
         record = self._registry.record_owning(item) if self._registry is not None else None
         if record is not None:
             return record.work_item
-        owner = self.store.owner_of(item)
+        if self._store_owners is None:
+            self._store_owners = self.store.pull_request_owners()
+        owner = self._store_owners.get(item.ref)
         return WorkItemRef.parse(owner) if owner is not None else item
 
     def _read(self, item: WorkItemRef) -> Ledger | None:

@@ -11,11 +11,13 @@ rewrite it is a warning, never the failure of the write that changed a record.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Collection, Generator, Mapping
 from pathlib import Path
+from typing import Any, cast
 
 from the_loop.errors import describe_error, or_ignore_warnings
-from the_loop.fsio import DirectorySyncs, remove_file, write_json
+from the_loop.fsio import DirectorySyncs, read_bytes, remove_file, write_json
 from the_loop.layout import LegacyLayout
 from the_loop.portable.format import (
     CHANNELS,
@@ -215,6 +217,21 @@ class WorkItemStore:
         ``write_sections(..., drop_foreign=True)``); none when absent or unreadable."""
         loaded = self._locate(as_ref(ref))[1]
         return foreign_keys(loaded.record) if loaded.status == "ok" else ()
+
+    def pull_request_owners(self) -> dict[str, str]:
+        """Each pull request ref a ``pullRequests`` map holds, to the work item holding it:
+        from ``index.json`` when its stamp says it lists the records (one read), else from
+        every record."""
+        if self.index_trusted():
+            found = _owners_in_index(read_bytes(self.index_path))
+            if found is not None:
+                return found
+        return {
+            pr: summary.ref
+            for summary, _name in self._listing.summaries(warn=False)
+            for pr in summary.pull_requests
+            if pr != summary.ref
+        }
 
     def owner_of(self, ref: RefLike) -> str | None:
         """The work item whose ``pullRequests`` map holds ``ref``, or None (scans the records)."""
@@ -552,3 +569,27 @@ class WorkItemStore:
         finally:
             if syncs is not None:
                 syncs.flush()
+
+
+def _owners_in_index(data: bytes | None) -> dict[str, str] | None:
+    """The pull requests to their owners as ``index.json`` lists them (None: unreadable)."""
+    if data is None:
+        return {}
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    items = cast(dict[str, Any], document).get("workItems") if isinstance(document, dict) else None
+    if not isinstance(items, list):
+        return None
+    found: dict[str, str] = {}
+    for entry in cast(list[Any], items):
+        if not isinstance(entry, dict):
+            continue
+        fields = cast(dict[str, Any], entry)
+        owner, prs = fields.get("ref"), fields.get("pullRequests", [])
+        if isinstance(owner, str) and isinstance(prs, list):
+            for pr in cast(list[Any], prs):
+                if isinstance(pr, str) and pr != owner:
+                    found.setdefault(pr, owner)
+    return found
