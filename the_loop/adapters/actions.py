@@ -19,6 +19,7 @@ from the_loop.intake.ports import ItemFacts, LiveSession
 from the_loop.intake.prompt import render_prompt
 from the_loop.portable.control import PAUSE, RESUME, START, STOP
 from the_loop.ref import WorkItemRef
+from the_loop.sessions.session import Session
 
 #: The close reason when the login that closed the ticket is not authorized.
 CLOSED_BY_STRANGER = "ticket closed; checkouts kept: it was not closed by an authorized user"
@@ -28,14 +29,19 @@ TICKET_GONE = "ticket gone from GitHub (deleted or transferred); checkouts kept"
 
 def live_sessions(stores: Stores) -> list[LiveSession]:
     """Every live session record, as the cycle sees it."""
-    found: list[LiveSession] = []
-    for session in stores.registry.list_sessions():
-        if not session.is_live:
-            continue
-        state = SessionState.PAUSED if session.is_paused else SessionState.ACTIVE
-        prs = tuple(e.work_item for e in session.pull_requests)
-        found.append(LiveSession(session.work_item, state, session.tmux_target, prs))
-    return found
+    return [_live(session) for session in stores.registry.list_sessions() if session.is_live]
+
+
+def live_session(stores: Stores, ref: WorkItemRef) -> LiveSession | None:
+    """``ref``'s own live session record, as the cycle sees it (one read), or None."""
+    session = stores.registry.find_by_work_item(ref)
+    return _live(session) if session is not None and session.is_live else None
+
+
+def _live(session: Session) -> LiveSession:
+    state = SessionState.PAUSED if session.is_paused else SessionState.ACTIVE
+    prs = tuple(e.work_item for e in session.pull_requests)
+    return LiveSession(session.work_item, state, session.tmux_target, prs)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from the_loop.adapters.actions import Actions, live_sessions
+from the_loop.adapters.actions import Actions, live_session, live_sessions
 from the_loop.adapters.claim_file import CLAIMS_FILE, FileClaimBook
 from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
 from the_loop.adapters.github_reads import ClientReads, IntakeGitHub
@@ -123,6 +123,7 @@ def intake_ports(
         ledger=PollState(stores.store, registry=stores.registry),
         posted=posted,
         sessions=lambda: live_sessions(stores),
+        session_of=partial(live_session, stores),
         armed=armed,
         control=actions.control,
         close=actions.close,

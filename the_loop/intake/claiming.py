@@ -405,7 +405,7 @@ class Claiming:
             intake.counts.failed.append(f"{ref.ref}: ending the session held elsewhere: {error}")
             return
         intake.counts.actions.append(Action("handed", ref.ref, reason=holder.name))
-        round_.sessions = intake.live_sessions(round_.repository)
+        round_.refresh(ref)
 
     def _no_machine(
         self,

@@ -170,7 +170,7 @@ class Round:
             return  # its whole thread was baselined this round
         with self.intake.ports.hold(ref):
             if ref not in self.sessions:  # another reader may have started it since
-                self.sessions = self.intake.live_sessions(self.repository)
+                self.refresh(ref)
             self._decide(comment)
 
     def _decide(self, comment: IssueComment) -> None:
@@ -225,6 +225,7 @@ class Round:
         if self.claiming is not None and not key:
             if verb == START:
                 self._claim(comment)
+                self.refresh(ref)
                 return
             if verb in (STOP, CLEANUP):
                 self.claiming.release(ref)
@@ -249,7 +250,6 @@ class Round:
                 comment_id=comment.id,
                 outcome="failed",
             )
-        self.sessions = self.intake.live_sessions(self.repository)
 
     def act(self, ref: WorkItemRef, verb: str, actor: str, comment_id: int) -> str:
         """Run ``verb`` for ``ref`` through the sessions' own code; its outcome word."""
@@ -261,7 +261,7 @@ class Round:
             outcome = "failed"
             counts.failed.append(f"{ref.ref}: {verb}: {error}")
         # The comments after this one meet the session as the command left it.
-        self.sessions = self.intake.live_sessions(self.repository)
+        self.refresh(ref)
         counts.actions.append(Action("command", ref.ref, actor, verb, comment_id, outcome=outcome))
         ports.emit(
             "poll.command",
@@ -272,6 +272,18 @@ class Round:
             outcome=outcome,
         )
         return outcome
+
+    def refresh(self, ref: WorkItemRef) -> None:
+        """See ``ref``'s session as it is now (it was started or ended meanwhile)."""
+        session_of = self.intake.ports.session_of
+        if session_of is None:
+            self.sessions = self.intake.live_sessions(self.repository)
+            return
+        found = session_of(ref)
+        if found is None:
+            self.sessions.pop(ref, None)
+        else:
+            self.sessions[ref] = found
 
     def claims(self) -> None:
         """Decide the repository's claims still pending (a crash's, or one whose claim

@@ -166,6 +166,9 @@ class IntakePorts:
     #: ``end_here(ref, reason)``: the one close path, checkouts kept, for an item another
     #: machine now holds (None: this reader ends nothing for a claim).
     end_here: Callable[[WorkItemRef, str], None] | None = None
+    #: ``session_of(ref)``: ``ref``'s own live session, read alone (None: the round
+    #: reads every live session again after a command instead).
+    session_of: Callable[[WorkItemRef], LiveSession | None] | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was
