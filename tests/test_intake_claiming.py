@@ -178,7 +178,7 @@ class DictBook:
     def settle(self, ref: WorkItemRef, start: int, holder: Holder | None) -> None:
         self.calls.append(("settle", ref))
         current = self.rounds.get(ref)
-        if current is not None and current.start == start:
+        if current is not None and current.start <= start:
             del self.rounds[ref]
         if holder is None:
             self.held.pop(ref, None)

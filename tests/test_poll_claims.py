@@ -298,3 +298,29 @@ def test_a_start_on_another_machine_moves_a_running_item_there_and_ends_it_here(
     assert not laptop.live(15)
     buildbox.poll()
     assert buildbox.live(15)
+
+
+def test_an_idle_cycle_after_a_round_posts_nothing_and_writes_no_claim_or_record(
+    machines: list[Machine], github: FakeGitHub
+) -> None:
+    laptop, buildbox = machines
+    known(machines, github)
+    github.add_comment(REPO, 15, "the-loop start", login="alice")
+    laptop.poll()
+    buildbox.poll()
+    for machine in machines:
+        machine.poll()  # the round's own claim read back once as a comment
+
+    def files(machine: Machine) -> dict[str, int]:
+        roots = (machine.layout.portable_dir, machine.layout.local_dir / "claims.json")
+        found = [p for root in roots for p in ([root] if root.is_file() else root.rglob("*"))]
+        return {str(p): p.stat().st_mtime_ns for p in found if p.is_file()}
+
+    before = {m.name: files(m) for m in machines}
+    asked = len(github.requests)
+    for machine in machines:
+        machine.poll()
+    assert {m.name: files(m) for m in machines} == before
+    idle = github.requests[asked:]
+    assert [r for r in idle if r.method != "GET" or r.path == "/user"] == []
+    assert all(r.status == 304 for r in idle), [(r.path, r.status) for r in idle]

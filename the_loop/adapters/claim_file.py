@@ -76,9 +76,7 @@ class FileClaimBook:
 
     def settle(self, ref: WorkItemRef, start: int, holder: Holder | None) -> None:
         def change(data: Data) -> None:
-            data["pending"] = [
-                r for r in _rows(data) if not (r.get("ref") == ref.ref and r.get("start") == start)
-            ]
+            data["pending"] = [r for r in _rows(data) if not _settled_by(r, ref, start)]
             holders = _holder_rows(data)
             if holder is None:
                 holders.pop(ref.ref, None)
@@ -135,6 +133,13 @@ class FileClaimBook:
         except OSError as error:
             message = f"{self.path}: the claim book was not written: {error}"
             raise TheLoopError(message) from error
+
+
+def _settled_by(row: Data, ref: WorkItemRef, start: int) -> bool:
+    """Whether ``row`` is a round of ``ref`` that the end of ``start``'s round ends: its
+    own, or an earlier start's (a later start supersedes it)."""
+    earlier = _int(row.get("start"))
+    return row.get("ref") == ref.ref and (earlier is None or earlier <= start)
 
 
 def _rows(data: Data) -> list[Data]:

@@ -62,7 +62,8 @@ class ClaimBook(Protocol):
     def pending(self) -> Sequence[PendingClaim]: ...
 
     def begin(self, claim: PendingClaim) -> None:
-        """Keep ``claim`` as its item's round (a round begun before is replaced)."""
+        """Keep ``claim`` as its item's round (a round begun before is replaced); written
+        just before its claim is posted, so a crash finds the POST it may have sent."""
         ...
 
     def update(self, claim: PendingClaim) -> None:
@@ -70,7 +71,8 @@ class ClaimBook(Protocol):
         ...
 
     def settle(self, ref: WorkItemRef, start: int, holder: Holder | None) -> None:
-        """End the round of ``start``: ``holder`` won it (None: nobody holds the item)."""
+        """End the round of ``start`` (and an earlier start's still pending): ``holder``
+        won it (None: nobody holds the item)."""
         ...
 
     def release(self, ref: WorkItemRef) -> None:

@@ -2,7 +2,8 @@
 reads the ticket (the rule itself is :mod:`~the_loop.intake.claims`).
 
 A start is recorded (the ledger's command, at most once), begun as a **pending** round
-in the claim book, and decided at once, under the item's hold, so the comments after it
+(written to the claim book just before its claim is posted, or when it fails before
+that), and decided at once, under the item's hold, so the comments after it
 meet the session it started. The reader hands the round its whole batch first
 (:meth:`Claiming.note`), so a claim another machine posted after the start is known:
 
@@ -134,15 +135,20 @@ class Claiming:
         pending = PendingClaim(
             ref, comment.id, comment.created_at, comment.login, self.ports.nonce(), kind, named
         )
-        self.ports.book.begin(pending)
-        self._decide(pending)  # the caller holds the item
+        self._decide(pending, fresh=True)  # the caller holds the item
 
-    def _decide(self, pending: PendingClaim) -> None:
+    def _decide(self, pending: PendingClaim, *, fresh: bool = False) -> None:
+        """Decide ``pending`` (``fresh``: just begun, in no book yet: written only once a
+        claim is about to be posted)."""
         self.tried.add((pending.ref, pending.start))
         try:
-            self._settle(pending)
+            self._settle(pending, fresh=fresh)
         except TheLoopError as error:
             intake = self.round.intake
+            book = self.ports.book
+            kept = any(p.ref == pending.ref and p.start == pending.start for p in book.pending())
+            if fresh and not kept:
+                book.begin(pending)  # failed before its claim was posted: kept to try again
             intake.ports.warn(
                 f"{pending.ref.ref}: the claim on start {pending.start} is not decided "
                 f"yet, and nothing is started until it is: {error}"
@@ -185,14 +191,16 @@ class Claiming:
             with intake.ports.hold(pending.ref):
                 self._decide(pending)
 
-    def _settle(self, pending: PendingClaim) -> None:
-        still = [p for p in self.ports.book.pending() if p.ref == pending.ref]
-        if not still or still[0].start != pending.start:
-            return  # decided (or replaced) by the other reader meanwhile
-        pending, login = still[0], self._own_login()
+    def _settle(self, pending: PendingClaim, *, fresh: bool) -> None:
+        if not fresh:
+            still = [p for p in self.ports.book.pending() if p.ref == pending.ref]
+            if not still or still[0].start != pending.start:
+                return  # decided (or replaced) by the other reader meanwhile
+            pending = still[0]
+        login = self._own_login()
         if self._settled_by_batch(pending, login):
             return
-        pending, comments = self._posted_and_read(pending, login)
+        pending, comments = self._posted_and_read(pending, login, fresh=fresh)
         marked = _marked(comments, pending, login)
         self._note_machines(pending.ref, [c for c in marked if c.kind == CLAIM])
         ours = [c for c in marked if _is_ours(c, pending)]
@@ -225,7 +233,7 @@ class Claiming:
         return False
 
     def _posted_and_read(
-        self, pending: PendingClaim, login: str
+        self, pending: PendingClaim, login: str, *, fresh: bool
     ) -> tuple[PendingClaim, list[IssueComment]]:
         """This machine's claim posted (once: a POST a crash cut short is looked for by
         its nonce first), then the thread after the start, read once."""
@@ -236,7 +244,7 @@ class Claiming:
             comments = list(read(pending.ref, pending.since))
             if any(_is_ours(c, pending) for c in _marked(comments, pending, login)):
                 return pending, comments
-        pending = self._post(pending)
+        pending = self._post(pending, fresh=fresh)
         return pending, list(read(pending.ref, pending.since))
 
     def _not_shown(self, pending: PendingClaim) -> None:
@@ -261,10 +269,10 @@ class Claiming:
             comment_id=pending.comment_id,
         )
 
-    def _post(self, pending: PendingClaim) -> PendingClaim:
+    def _post(self, pending: PendingClaim, *, fresh: bool) -> PendingClaim:
         ports, me = self.ports, self.ports.machine
         pending = replace(pending, posting=True)
-        ports.book.update(pending)
+        (ports.book.begin if fresh else ports.book.update)(pending)
         if pending.kind == NO_MACHINE:
             seen = [*self._machines(pending.ref).values(), me.name]
             body = no_machine_body(
