@@ -1114,3 +1114,57 @@ def test_a_junk_round_in_the_claim_book_does_not_break_the_round(laptop: World) 
     laptop.book = book
     laptop.cycle()  # must not raise
     assert laptop.starts() == []
+
+
+# -- found by review: a crash-left round the thread moved past; a holder changed meanwhile
+
+
+def test_a_crash_left_round_the_thread_moved_past_is_given_up_not_spawned(
+    either: World,
+) -> None:
+    """A receiver killed after its claim, back with a batch that holds none of what
+    followed (a stop, a new start another machine won): its old round spawns nothing."""
+    ticket = either.ticket
+    start1 = ticket.add("the-loop start")
+    crashed_while_posting(either, start1, posted=True)
+    ticket.add("the-loop stop")
+    start2 = ticket.add("the-loop start")
+    ticket.claim(start2, OTHER)
+    either.cycle()  # a batch of nothing for the item: only the pending round is decided
+    assert either.starts() == []
+    assert either.rounds() == []
+    assert any("given up" in w for w in either.warnings)
+
+
+def test_a_crash_left_round_with_nothing_after_it_is_still_finished(either: World) -> None:
+    start = either.ticket.add("the-loop start")
+    crashed_while_posting(either, start, posted=True)
+    either.ticket.add("a note, not a command")
+    either.cycle()
+    assert len(either.starts()) == 1
+
+
+def test_a_holder_the_other_reader_changed_during_a_round_is_read_again(either: World) -> None:
+    """The item was another machine's when the round began; the webhook here won a new
+    start meanwhile: the next comment is queued for this machine's agent, not dropped."""
+    holding_elsewhere(either)
+    _, round_ = either.round()
+    first = either.ticket.add("first note")
+    round_.comment(first)  # the holders as the round began: the buildbox
+    either.book.settle(ITEM, 3000, Holder(3000, ME, "laptop", 3001))
+    either.live[ITEM] = LiveSession(ITEM, SessionState.ACTIVE, "loop:15")
+    second = either.ticket.add("please also cover the empty case")
+    round_.comment(second)
+    assert either.queued() == [str(second.id)]
+
+
+def test_a_crash_after_deleting_its_claim_is_lost_without_posting_again(either: World) -> None:
+    """A loser killed after deleting its claim, before recording who holds the item: the
+    next cycle sees only the winner's claim, and records it, posting nothing."""
+    start = either.ticket.add("the-loop start")
+    crashed_while_posting(either, start, posted=False)  # its claim posted, then deleted
+    theirs = either.ticket.claim(start, OTHER)
+    either.cycle()
+    assert either.starts() == []
+    assert either.github.post_attempts == 0
+    assert dict(either.book.holders())[ITEM].comment_id == theirs.id

@@ -59,3 +59,13 @@ def test_many_comments_read_the_owners_once(
     state.resolve_comment(PR, "9")
     assert (len(asked), scans) == (1, [])
     assert "9" in state.seen_comments(PR)
+
+
+def test_a_pull_request_two_items_hold_has_the_same_owner_either_way(tmp_path: Path) -> None:
+    store = store_with(tmp_path, 3)
+    store.write_pull_request_ledger("github:octo/app#20", PR, {"seenComments": []})
+    assert store.index_trusted()
+    from_index = store.pull_request_owners()
+    (store.locks_dir / "index.stamp").unlink()
+    assert store.pull_request_owners() == from_index == {PR: OWNER}  # the first, by ref
+    assert store.owner_of(PR) == OWNER

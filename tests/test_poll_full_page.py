@@ -54,3 +54,22 @@ def test_an_idle_cycle_over_a_full_last_page_asks_it_once_more_and_nothing_else(
         asked = github.logged("GET", f"/repos/{REPO}/issues/comments")[before:]
         # page 1 (304), page 2 (304, full, no next), page 2 again in full
         assert [r.status for r in asked] == [304, 304, 200]
+
+
+def test_a_full_last_page_asked_again_and_unchanged_is_still_not_modified() -> None:
+    from the_loop.github.client import GitHubClient
+    from the_loop.github.etags import MemoryEtagCache
+
+    with serve(FakeGitHub(tokens={TOKEN: BOT}, max_per_page=5)) as github:
+        github.add_issue(REPO, 15)
+        for i in range(10):
+            github.add_comment(REPO, 15, f"chatter {i}", login="alice")
+        path = f"/repos/{REPO}/issues/comments"
+        with GitHubClient(github.url, TOKEN, etags=MemoryEtagCache()) as client:
+            first = client.get_all_pages(path, {"per_page": 100})
+            again = client.get_all_pages(path, {"per_page": 100})
+            github.add_comment(REPO, 15, "a new page", login="alice")
+            grown = client.get_all_pages(path, {"per_page": 100})
+        assert (len(first.items), first.not_modified) == (10, False)
+        assert (len(again.pages), again.not_modified) == (2, True)
+        assert (len(grown.pages), grown.not_modified) == (3, False)  # the new page read

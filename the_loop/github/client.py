@@ -199,8 +199,12 @@ class GitHubClient:
             page = self.get_url(url, keep_body=keep_bodies, conditional=conditional)
             if page.not_modified and not page.next_url and _may_have_grown(page, pages):
                 # A full last page unchanged: a new entry may have started the page after
-                # it, and the Link a 304 stands for is the old one. Asked again in full.
-                page = self.get_url(url, keep_body=keep_bodies, conditional=False)
+                # it, and the Link a 304 stands for is the old one. Asked again in full;
+                # still the last page, and the same: it stays not modified.
+                kept = self.etags.lookup(self._fingerprint, url)
+                fresh = self.get_url(url, keep_body=keep_bodies, conditional=False)
+                same = kept is not None and fresh.headers.get("etag", "") == kept.etag
+                page = page if same and not fresh.next_url else fresh
             pages.append(page)
             url = page.next_url
         return Listing(tuple(pages))

@@ -42,7 +42,7 @@ from the_loop.intake.claims import (
 from the_loop.intake.events import IssueComment
 from the_loop.intake.ports import Action
 from the_loop.intake.routing import same_repository
-from the_loop.portable.control import START
+from the_loop.portable.control import CLEANUP, START, STOP
 from the_loop.portable.store import CONTROL
 from the_loop.ref import WorkItemRef
 
@@ -103,8 +103,16 @@ class Claiming:
             and claim.comment_id < holder.comment_id
         )
 
-    def held_elsewhere(self, ref: WorkItemRef) -> Holder | None:
-        """The other machine holding ``ref``, as this machine last knew it."""
+    def held_elsewhere(self, ref: WorkItemRef, *, fresh: bool = False) -> Holder | None:
+        """The other machine holding ``ref``, as this machine last knew it (``fresh``: as
+        the claim book says now; the caller holds the item, and the other reader may
+        have decided its round since this round began)."""
+        if fresh:
+            holder = self.ports.book.holders().get(ref)
+            if holder is None:
+                self.holders().pop(ref, None)
+            else:
+                self.holders()[ref] = holder
         holder = self.holders().get(ref)
         return holder if holder is not None and holder.machine != self.ports.machine.id else None
 
@@ -147,7 +155,9 @@ class Claiming:
             intake = self.round.intake
             book = self.ports.book
             kept = any(p.ref == pending.ref and p.start == pending.start for p in book.pending())
-            if fresh and not kept:
+            holder = book.holders().get(pending.ref)
+            decided = holder is not None and holder.start == pending.start
+            if fresh and not kept and not decided:
                 book.begin(pending)  # failed before its claim was posted: kept to try again
             intake.ports.warn(
                 f"{pending.ref.ref}: the claim on start {pending.start} is not decided "
@@ -201,9 +211,14 @@ class Claiming:
         if self._settled_by_batch(pending, login):
             return
         pending, comments = self._posted_and_read(pending, login, fresh=fresh)
+        if not fresh and self._superseded(pending, comments, login):
+            return
         marked = _marked(comments, pending, login)
         self._note_machines(pending.ref, [c for c in marked if c.kind == CLAIM])
         ours = [c for c in marked if _is_ours(c, pending)]
+        if not ours and marked and not self._mine(marked[0]) and pending.kind == CLAIM:
+            self._lost(pending, marked[0], own=None)  # its own claim gone (a crash's delete)
+            return
         if not ours:
             self._not_shown(pending)
             return
@@ -216,6 +231,31 @@ class Claiming:
             self._won(pending, marked[0])
         else:
             self._lost(pending, marked[0], own=ours[0])
+
+    def _superseded(self, pending: PendingClaim, comments: list[IssueComment], login: str) -> bool:
+        """Whether the thread moved on past a round a crash left: a later authorized
+        start, stop or cleanup, or a claim on a later start. The round is then given up
+        (its claim decides nothing any more), and the comments decide, as they are fed."""
+        policy = self.round.intake.settings.policy
+        later = [c for c in comments if c.id > pending.start and not c.edited]
+        moved = any(
+            policy.authorized.permits(c.login)
+            and policy.grammar.scan(c.body).verb in (START, STOP, CLEANUP)
+            for c in later
+        ) or any(
+            claim is not None and claim.start > pending.start
+            for claim in (read_claim(c, own_login=login) for c in later)
+        )
+        if not moved:
+            return False
+        self.ports.book.settle(pending.ref, pending.start, None)
+        self.holders().pop(pending.ref, None)
+        self.round.intake.ports.warn(
+            f"{pending.ref.ref}: the claim on start {pending.start} that a crash left "
+            "undecided is given up: the ticket moved on since (a later command), so its "
+            "comments decide"
+        )
+        return True
 
     def _settled_by_batch(self, pending: PendingClaim, login: str) -> bool:
         """Decided by what the reader's batch already held, before this machine posts:
@@ -242,8 +282,9 @@ class Claiming:
             return pending, list(read(pending.ref, pending.since))
         if pending.posting:
             comments = list(read(pending.ref, pending.since))
-            if any(_is_ours(c, pending) for c in _marked(comments, pending, login)):
-                return pending, comments
+            marked = _marked(comments, pending, login)
+            if any(_is_ours(c, pending) or not self._mine(c) for c in marked):
+                return pending, comments  # its own claim is there, or another's decides
         pending = self._post(pending, fresh=fresh)
         return pending, list(read(pending.ref, pending.since))
 
@@ -401,7 +442,10 @@ class Claiming:
         is ended, its checkouts kept: one agent per item, never two on one branch."""
         intake, round_ = self.round.intake, self.round
         end_here = intake.ports.end_here
-        if end_here is None or ref not in round_.sessions:
+        if end_here is None:
+            return
+        round_.refresh(ref)  # the other reader may have started it during this round
+        if ref not in round_.sessions:
             return
         reason = (
             f"held by {holder.name} (machine {holder.machine[:12]}): its claim won start "

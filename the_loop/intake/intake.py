@@ -185,7 +185,7 @@ class Round:
             return
         session = self.sessions.get(ref)
         state = session.state if session is not None else SessionState.NONE
-        if self.claiming is not None and self.claiming.held_elsewhere(ref):
+        if self.claiming is not None and self.claiming.held_elsewhere(ref, fresh=True):
             state = SessionState.NONE  # another machine holds it: its comments are seen only
         seen: frozenset[int] = frozenset()
         if watched:
@@ -316,7 +316,8 @@ class Round:
             for ref in sorted(self.claiming.open_rounds(), key=lambda r: r.ref):
                 closed = self.knowledge.known_open(ref) is False
                 if closed and same_repository(ref, self.repository):
-                    self.claiming.release(ref, control_too=True)  # its round is over
+                    with self.intake.ports.hold(ref):
+                        self.claiming.release(ref, control_too=True)  # its round is over
 
     def _first_sight(self, ref: WorkItemRef) -> None:
         """Baseline the thread as seen; run the authorized commands still owed."""

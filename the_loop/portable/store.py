@@ -223,15 +223,15 @@ class WorkItemStore:
         from ``index.json`` when its stamp says it lists the records (one read), else from
         every record."""
         if self.index_trusted():
-            found = _owners_in_index(read_bytes(self.index_path))
-            if found is not None:
-                return found
-        return {
-            pr: summary.ref
-            for summary, _name in self._listing.summaries(warn=False)
-            for pr in summary.pull_requests
-            if pr != summary.ref
-        }
+            listed = _owners_in_index(read_bytes(self.index_path))
+            if listed is not None:
+                return listed
+        found: dict[str, str] = {}
+        for summary, _name in self._listing.summaries(warn=False):  # sorted by ref, as the index
+            for pr in summary.pull_requests:
+                if pr != summary.ref:
+                    found.setdefault(pr, summary.ref)  # the first owner, as owner_of said
+        return found
 
     def owner_of(self, ref: RefLike) -> str | None:
         """The work item whose ``pullRequests`` map holds ``ref``, or None (scans the records)."""
