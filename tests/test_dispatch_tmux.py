@@ -14,6 +14,7 @@ import pytest
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from the_loop.config.file import Config
 from the_loop.dispatch.process import DispatchError, Relay
+from the_loop.dispatch.settings import agent_environment
 from the_loop.dispatch.tmux import TmuxRunner
 
 AGENT = ["bash", "-c", "echo ready; sleep 300"]
@@ -194,8 +195,9 @@ class FakeTmux:
         env: Mapping[str, str | None] | None = None,
         check: bool = True,
         relay: Relay | None = None,
+        input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        del relay
+        del relay, input
         self.calls.append(list(argv))
         subcommand = argv[3]
         if subcommand == self.fail:
@@ -335,3 +337,29 @@ class EmptyServer(FakeTmux):
 def test_a_session_asked_about_while_its_server_exits_is_absent_not_unknown() -> None:
     tmux = TmuxRunner(socket="s", run=EmptyServer())
     assert tmux.liveness("loop-a") == "absent"
+
+
+def test_an_agent_gets_the_spawning_environment_not_the_servers_leftovers(
+    tmux: TmuxRunner, tmp_path: Path
+) -> None:
+    """The server keeps the environment of whichever command first started it; a later
+    spawn's agent gets its own HOME, PATH and harness variables, and none of the rest."""
+    first = {"PATH": os.environ["PATH"], "HOME": "/first/home", "LEFTOVER_SECRET": "old"}
+    first["ANTHROPIC_API_KEY"] = "first-key"
+    subprocess.run(
+        tmux.command("new-session", "-d", "-s", "loop-first", "sleep", "600"),
+        env=first,
+        check=True,
+    )
+    later = {"HOME": str(tmp_path), "PATH": os.environ["PATH"], "ANTHROPIC_BASE_URL": "http://x"}
+    env = agent_environment(
+        {**later, "OTHER": "not carried", "GITHUB_TOKEN": "t"}, withheld=("GITHUB_TOKEN",)
+    )
+    assert env == later
+    out = tmp_path / "env.txt"
+    tmux.spawn("loop-later", tmp_path, ["bash", "-c", f'env > "{out}"; sleep 600'], env)
+    assert wait_until(lambda: out.exists() and "HOME=" in out.read_text())
+    seen = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert seen["HOME"] == str(tmp_path) and seen["ANTHROPIC_BASE_URL"] == "http://x"
+    assert "LEFTOVER_SECRET" not in seen and "ANTHROPIC_API_KEY" not in seen
+    assert "OTHER" not in seen and "GITHUB_TOKEN" not in seen

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
-from the_loop.dispatch.tmux import TmuxRunner
+from the_loop.dispatch.tmux import PaneDead, TmuxRunner
 from the_loop.intake.delivery import DELIVERED_MARK
 from the_loop.intake.ports import ItemFacts
 from the_loop.intake.prompt import render_prompt
@@ -38,3 +40,42 @@ def test_the_prompt_fills_title_url_and_body_and_leaves_other_braces_alone() -> 
     )
     prompt = render_prompt("{title} at {url}: {body} {work_item}", facts)
     assert prompt == "Fix {it} at https://x/15: Body[31m {work_item}"
+
+
+def test_a_24000_character_review_arrives_whole_through_the_buffer_not_the_command_line(
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+) -> None:
+    out = tmp_path / "read.txt"
+    tmux = TmuxRunner(socket=tmux_socket, timeout=30)
+    tmux.spawn(NAME, tmp_path, ["bash", "-c", f'exec cat > "{out}"'])
+    lines = [f"> line {n:05d} " + "x" * 70 for n in range(300)]
+    text = "\n".join(lines)
+    assert len(text) > 24_000
+    tmux.deliver(NAME, "the-loop-x-review-7-1", text, (DELIVERED_MARK, "review-7"))
+    assert wait_until(lambda: out.exists() and out.read_text().endswith("x\n"), timeout=20)
+    assert out.read_text() == text + "\n"
+    assert tmux.pane_option(NAME, DELIVERED_MARK) == "review-7"
+
+
+def test_a_dead_pane_gets_no_paste_and_the_server_and_the_other_agent_survive(
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+) -> None:
+    """tmux 3.3a segfaults on a paste into a pane remain-on-exit kept: the check and the
+    paste are one command list, so a dead pane is never pasted into."""
+    out = tmp_path / "other.txt"
+    tmux = TmuxRunner(socket=tmux_socket, timeout=30)
+    other = "loop-github-octo-app-16"
+    tmux.spawn(other, tmp_path, ["bash", "-c", f'exec cat > "{out}"'])
+    tmux.spawn(NAME, tmp_path, ["bash", "-c", "exit 3"])
+    assert wait_until(lambda: tmux.liveness(NAME) == "dead")
+    for attempt in range(1, 4):
+        with pytest.raises(PaneDead, match="has exited"):
+            tmux.deliver(NAME, f"the-loop-x-1001-{attempt}", "hello", (DELIVERED_MARK, "1001"))
+    assert tmux.pane_option(NAME, DELIVERED_MARK) is None
+    buffers = tmux._tmux("list-buffers", "-F", "#{buffer_name}", check=False).stdout  # pyright: ignore[reportPrivateUsage]
+    assert "the-loop-x-1001" not in buffers
+    assert tmux.liveness(NAME) == "dead" and tmux.liveness(other) == "live"
+    tmux.deliver(other, "the-loop-y-5-1", "still here", (DELIVERED_MARK, "5"))
+    assert wait_until(lambda: out.exists() and out.read_text() == "still here\n")

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from the_loop.dispatch.settings import DispatchSettings
+from the_loop.dispatch.settings import AgentEnvironment, DispatchSettings, agent_environment
 from the_loop.dispatch.teardown import STEP_ERRORS, CloseReport, SessionCloseError, Teardown
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError, or_ignore_warnings
@@ -107,8 +107,11 @@ class Dispatcher:
         events: EventLog | None = None,
         portable: WorkItemStore | None = None,
         on_warning: Callable[[str], None] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
+        #: The spawning process's environment, what an agent's session carries of it.
+        self.environ = os.environ if environ is None else environ
         self.settings = DispatchSettings.from_config(config)
         self.registry = registry
         self.control_store = control_store
@@ -200,7 +203,7 @@ class Dispatcher:
             effort=session.effort,
         )
         progress.step = "tmux"
-        kept = self.tmux.spawn(target, cwd, argv)
+        kept = self.tmux.spawn(target, cwd, argv, self.agent_env(harness_name))
         progress.tmux_target = target
         progress.step = "register"
         session = self.registry.register(session)
@@ -257,10 +260,21 @@ class Dispatcher:
             model=record.model,
             effort=record.effort,
         )
-        kept = self.tmux.spawn(record.tmux_target, cwd, argv)
+        kept = self.tmux.spawn(record.tmux_target, cwd, argv, self.agent_env(record.harness))
         if kept:
             self._warn(f"{record.ref}: kept the previous transcript as tmux session {kept}")
         self._emit_spawned(record, resumed=True, actor=actor)
+
+    def agent_env(self, harness: str) -> dict[str, str]:
+        """The environment an agent of ``harness`` starts with: this process's, as
+        :func:`~the_loop.dispatch.settings.agent_environment` carries it, never a secret
+        its ``passEnv`` does not list."""
+        secrets = AgentEnvironment.from_config(self.config, (harness,))
+        return agent_environment(
+            self.environ,
+            passed=secrets.passed.get(harness, frozenset()),
+            withheld=secrets.withheld_from(harness),
+        )
 
     # -- close ---------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The one place that runs a subprocess: argv only, a timeout, stdin closed.
+"""The one place that runs a subprocess: argv only, a timeout, stdin closed (or the
+text handed in as ``input``, which then is all the child reads).
 
 Output is captured; a caller that shows a child's progress passes ``relay``, which
 receives its stderr as it comes (and the stderr is still kept for the error message).
@@ -48,6 +49,7 @@ class Runner(Protocol):
         env: Mapping[str, str | None] | None = None,
         check: bool = True,
         relay: Relay | None = None,
+        input: str | None = None,
     ) -> subprocess.CompletedProcess[str]: ...
 
 
@@ -75,18 +77,22 @@ def run(
     env: Mapping[str, str | None] | None = None,
     check: bool = True,
     relay: Relay | None = None,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` (no shell) with stdin closed and output captured as text.
 
     ``env`` holds variables set over the inherited environment, a ``None`` value
     removing one (``env=None``: inherit as is); ``relay`` receives the stderr as it
-    comes. Raises :class:`DispatchError` on a missing binary, a timeout, or, when
+    comes; ``input`` (not with ``relay``) is written to the child's stdin, UTF-8, and
+    the stdin closed. Raises :class:`DispatchError` on a missing binary, a timeout, or, when
     ``check``, a non-zero exit.
     """
     command = list(argv)
     if not command:
         raise ValueError("run() needs a non-empty argv")
     environment = None if env is None else _environment(env)
+    if input is not None and relay is not None:
+        raise ValueError("run() takes either input or relay, not both")
     try:
         if relay is not None:
             completed = _run_relaying(
@@ -95,9 +101,11 @@ def run(
         else:
             completed = subprocess.run(
                 command,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if input is None else None,
+                input=input,
                 capture_output=True,
                 text=True,
+                encoding="utf-8",
                 errors="replace",
                 timeout=timeout,
                 cwd=cwd,

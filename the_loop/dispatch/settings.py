@@ -19,6 +19,43 @@ if TYPE_CHECKING:
 #: receiver's secret. An agent is one prompt injection away from any stranger's words.
 AGENT_SECRET_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "THE_LOOP_GH_WEBHOOK_SECRET")
 TOKEN_ENV_KEY = "integrations.github.tokenEnv"
+#: The variables of the spawning process an agent's session carries (``new-session -e``),
+#: whatever the tmux server was started with: who and where it is, how it reaches hosts
+#: and keys (git pushes over ssh and proxies), and what the harnesses read.
+AGENT_ENV_NAMES = frozenset(
+    (
+        *("HOME", "PATH", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR"),
+        *("EDITOR", "VISUAL", "PAGER", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GNUPGHOME"),
+        *("DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "NODE_OPTIONS", "NODE_EXTRA_CA_CERTS"),
+        *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
+        *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"),
+        *("http_proxy", "https_proxy", "no_proxy", "all_proxy"),
+        *("MCP_TIMEOUT", "BASH_DEFAULT_TIMEOUT_MS", "USE_BUILTIN_RIPGREP"),
+    )
+)
+#: Prefixes of the variables an agent's session carries: locale, XDG, git, and the
+#: harnesses' own (Claude Code and its providers, Cursor).
+AGENT_ENV_PREFIXES = (
+    *("LC_", "XDG_", "GIT_", "ANTHROPIC_", "CLAUDE_", "DISABLE_", "OTEL_", "AWS_"),
+    *("CLOUD_ML_", "VERTEX_", "GOOGLE_", "CURSOR_"),
+)
+
+
+def agent_environment(
+    environ: Mapping[str, str], *, passed: Iterable[str] = (), withheld: Iterable[str] = ()
+) -> dict[str, str]:
+    """What an agent's session is started with, from the spawning process's ``environ``:
+    the names and prefixes above and ``passed`` (``passEnv``), never ``withheld``."""
+    never = frozenset(withheld)
+    extra = frozenset(passed)
+    return {
+        name: value
+        for name, value in sorted(environ.items())
+        if name not in never
+        and "=" not in name
+        and name
+        and (name in AGENT_ENV_NAMES or name in extra or name.startswith(AGENT_ENV_PREFIXES))
+    }
 
 
 @dataclass(frozen=True)

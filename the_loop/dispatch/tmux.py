@@ -70,6 +70,18 @@ LIST_TIMEOUT_SECONDS = 10.0
 #: shared by several projects, one project never ends another's agent.
 OWNER_OPTION = "@the-loop-root"
 RUNNING_HINT = "it may be another start's session; see `the-loop sessions list`"
+#: What a delivery's command list prints when it found the pane dead and pasted nothing.
+_PANE_DEAD = "the-loop:pane-dead"
+#: A word a delivery's command list names unquoted (a buffer, a pane option, its value).
+_TMUX_WORD = re.compile(r"[@A-Za-z0-9._~-]{1,200}")
+
+
+#: The variables tmux sets in every pane itself.
+_TMUX_OWN = frozenset(("TERM", "TMUX", "TMUX_PANE", "TERM_PROGRAM", "TERM_PROGRAM_VERSION"))
+
+
+class PaneDead(DispatchError):
+    """The pane's process has exited: a delivery pasted nothing (and nothing was lost)."""
 
 
 #: The suffix :meth:`TmuxRunner.keep_transcript` gives a kept transcript's name.
@@ -165,10 +177,12 @@ class TmuxRunner:
         """Start ``argv`` (no shell) in a new detached session ``name`` in ``cwd``.
 
         ``remain-on-exit`` is on before the agent starts, so even an agent that
-        exits at once leaves its pane, and the withheld variables are removed from the
-        session's environment. A dead session of that name (a transcript) is kept under
-        a new name, which is returned; a live one is refused with a ``DispatchError``
-        (and left running).
+        exits at once leaves its pane. The session's environment is ``env`` (set with
+        ``new-session -e``): every other variable of the server's global environment
+        (whatever the command that first started the server had) and the withheld ones
+        are removed from what the agent gets. A dead session of that name (a transcript)
+        is kept under a new name, which is returned; a live one is refused with a
+        ``DispatchError`` (and left running).
         """
         check_name(name)
         program = _direct_argv(argv)
@@ -179,7 +193,8 @@ class TmuxRunner:
         self._new_session(name, cwd, env or {})
         try:
             keep = ("set-option", "-w", "-t", f"={name}:", "remain-on-exit", "on")
-            self._tmux(*keep, *self._withholding(name))
+            leftovers = self._leftovers(env or {}) if env is not None else ()
+            self._tmux(*keep, *self._withholding(name, leftovers))
             if self.owner:
                 self._tmux("set-option", "-t", f"={name}:", OWNER_OPTION, self.owner)
             self._tmux("respawn-pane", "-k", "-t", f"={name}:", "-c", str(cwd), "--", *program)
@@ -327,20 +342,36 @@ class TmuxRunner:
     def deliver(self, name: str, buffer: str, text: str, mark: tuple[str, str]) -> None:
         """Paste ``text`` into ``name``'s pane and mark it, in ONE tmux command list.
 
-        ``set-buffer`` into the per-delivery ``buffer``, ``paste-buffer -p -d`` (bracketed,
-        the buffer deleted), Enter, then ``set-option -p`` of ``mark`` (option, value): tmux
-        runs the list in one go and stops at the first failure, so the pane carries the
-        mark exactly when the paste happened. ``DispatchError`` when tmux refuses.
+        ``load-buffer`` reads the text from this client's stdin into the per-delivery
+        ``buffer`` (never the command line, which tmux caps at about 16 KB); then
+        ``if-shell -F '#{pane_dead}'`` decides, in the server, in the same list: a dead
+        pane gets nothing (the buffer is deleted and :class:`PaneDead` raised: a paste
+        into a pane ``remain-on-exit`` kept crashes tmux 3.3a, every session with it); a
+        live one gets ``paste-buffer -p -d`` (bracketed, the buffer deleted), Enter, and
+        ``set-option -p`` of ``mark`` (option, value). tmux runs the list in one go and
+        stops at the first failure, so the pane carries the mark exactly when the paste
+        happened, and no instant lies between the check and the paste.
+        ``DispatchError`` when tmux refuses.
         """
         check_name(name)
         target = f"={name}:"
         option, value = mark
-        self._tmux(
-            *("set-buffer", "-b", buffer, "--", _tmux_argument(text), ";"),
-            *("paste-buffer", "-p", "-d", "-b", buffer, "-t", target, ";"),
-            *("send-keys", "-t", target, "Enter", ";"),
-            *("set-option", "-p", "-t", target, option, value),
+        for word in (buffer, option, value):
+            if not _TMUX_WORD.fullmatch(word):
+                raise ValueError(f"refusing tmux word {word!r} in a delivery")
+        dead = f"delete-buffer -b {buffer} ; display-message -p {_PANE_DEAD}"
+        live = (
+            f"paste-buffer -p -d -b {buffer} -t {target} ; send-keys -t {target} Enter ; "
+            f"set-option -p -t {target} {option} {value}"
         )
+        argv = self.command(
+            *("load-buffer", "-b", buffer, "-", ";"),
+            *("if-shell", "-F", "-t", target, "#{pane_dead}", dead, live),
+        )
+        client = self._client_env()
+        result = self._run(argv, timeout=self.timeout, check=True, env=client, input=text)
+        if _PANE_DEAD in result.stdout:
+            raise PaneDead(f"the agent in tmux session {name} has exited: nothing was pasted")
 
     def owner_of(self, name: str) -> str | None:
         """The state root that started session ``name``; None when untagged or gone (a
@@ -436,13 +467,24 @@ class TmuxRunner:
         command = self.command(*args)
         return self._run(command, timeout=self.timeout, check=check, env=self._client_env())
 
-    def _withholding(self, name: str) -> list[str]:
-        """The tmux commands (each after a ``;``) that keep the withheld variables out of
-        every process started in session ``name``, whatever the server's own environment."""
+    def _withholding(self, name: str, leftovers: Iterable[str] = ()) -> list[str]:
+        """The tmux commands (each after a ``;``) that keep the withheld variables and
+        ``leftovers`` out of every process started in session ``name``, whatever the
+        server's own environment."""
         target = f"={name}"
-        return [
-            a for v in self.withheld_env for a in (";", "set-environment", "-t", target, "-r", v)
-        ]
+        names = dict.fromkeys((*self.withheld_env, *leftovers))
+        return [a for v in names for a in (";", "set-environment", "-t", target, "-r", v)]
+
+    def _leftovers(self, env: Mapping[str, str]) -> list[str]:
+        """The names in the server's global environment that ``env`` does not set (but
+        tmux's own), so a session started with ``env`` never inherits them."""
+        shown = self._tmux("show-environment", "-g", check=False)
+        names: list[str] = []
+        for line in shown.stdout.splitlines():
+            variable = line.removeprefix("-").partition("=")[0]
+            if variable and variable not in env and variable not in _TMUX_OWN:
+                names.append(variable)
+        return names
 
     def _client_env(self) -> dict[str, str | None] | None:
         """The changes to a tmux client's environment: the withheld variables removed, so a
@@ -493,12 +535,6 @@ def _same_file(one: str, other: str) -> bool:
         return os.path.samefile(one, other)
     except OSError:
         return os.path.abspath(one) == os.path.abspath(other)
-
-
-def _tmux_argument(text: str) -> str:
-    """``text`` as one tmux argument: a trailing ``;`` would end the command, so it is
-    written ``\\;``, which tmux reads back as ``;``."""
-    return text[:-1] + "\\;" if text.endswith(";") else text
 
 
 def _is_absent(stderr: str) -> bool:

@@ -1,0 +1,1 @@
+"""What each live session's agent is doing: its hooks, its screens, its state."""
