@@ -301,3 +301,33 @@ def test_what_github_says_of_an_item_decides_whether_it_is_watched(world: SeamWo
     round_.comment(start)
     assert intake.counts.commands == 1
     assert world.registry.find_by_work_item(ITEM) is not None
+
+
+def test_comments_wait_while_the_agent_is_blocked_and_arrive_in_order_after(
+    world: SeamWorld,
+) -> None:
+    """A comment is never the keystroke that answers a dialog: while the agent's hooks say
+    it waits on a permission prompt, nothing is pasted; once it is idle again, every
+    comment arrives once, in thread order."""
+    started(world)
+    log = world.layout.local_dir / "agents" / f"{world.registry.path_for(ITEM).stem}.jsonl"
+    blocked = {
+        "t": T0.timestamp(),
+        "event": "PermissionRequest",
+        "tool": "Bash",
+        "detail": "rm -rf x",
+    }
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(json.dumps(blocked) + "\n", encoding="utf-8")
+    first, second = comment(106, "n", minutes=1), comment(107, "Go on.", minutes=2)
+    intake = world.feed(first, second)
+    assert intake.counts.delivered == 0
+    rows = world.stores.store.section(ITEM, "poll").get("deliveries")
+    assert [(r["id"], r["state"]) for r in rows] == [("106", "waiting"), ("107", "waiting")]
+    with log.open("a", encoding="utf-8") as appended:
+        appended.write(json.dumps({"t": T0.timestamp() + 1, "event": "Stop"}) + "\n")
+    assert world.feed().counts.delivered == 2
+    assert wait_until(lambda: "Go on." in world.read())
+    text = world.read()
+    assert text.count("> n\n") == 1 and text.count("Go on.") == 1
+    assert text.index("> n\n") < text.index("Go on.")

@@ -50,10 +50,10 @@ def test_a_24000_character_review_arrives_whole_through_the_buffer_not_the_comma
     tmux = TmuxRunner(socket=tmux_socket, timeout=30)
     tmux.spawn(NAME, tmp_path, ["bash", "-c", f'exec cat > "{out}"'])
     lines = [f"> line {n:05d} " + "x" * 70 for n in range(300)]
-    text = "\n".join(lines)
+    text = "\n".join([*lines, "> the end"])
     assert len(text) > 24_000
     tmux.deliver(NAME, "the-loop-x-review-7-1", text, (DELIVERED_MARK, "review-7"))
-    assert wait_until(lambda: out.exists() and out.read_text().endswith("x\n"), timeout=20)
+    assert wait_until(lambda: out.exists() and out.read_text().endswith("end\n"), timeout=20)
     assert out.read_text() == text + "\n"
     assert tmux.pane_option(NAME, DELIVERED_MARK) == "review-7"
 

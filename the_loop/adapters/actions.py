@@ -41,7 +41,7 @@ def live_session(stores: Stores, ref: WorkItemRef) -> LiveSession | None:
 def _live(session: Session) -> LiveSession:
     state = SessionState.PAUSED if session.is_paused else SessionState.ACTIVE
     prs = tuple(e.work_item for e in session.pull_requests)
-    return LiveSession(session.work_item, state, session.tmux_target, prs)
+    return LiveSession(session.work_item, state, session.tmux_target, prs, session.harness)
 
 
 @dataclass

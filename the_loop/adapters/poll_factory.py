@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from the_loop.adapters.actions import Actions, live_session, live_sessions
+from the_loop.adapters.agent_watch import AgentWatch
 from the_loop.adapters.claim_file import CLAIMS_FILE, FileClaimBook
 from the_loop.adapters.cursors import CURSOR_FILE, FileCursors
 from the_loop.adapters.github_reads import ClientReads, IntakeGitHub
@@ -118,6 +119,7 @@ def intake_ports(
     """The intake's collaborators over the open stores and the dispatcher's ``actions``;
     any reader hands in its own GitHub, posted ids, armed refs, permission check and
     acknowledgement."""
+    watch = AgentWatch.over(actions.dispatcher.tmux, stores.registry, clock)
     return IntakePorts(
         github=github,
         ledger=PollState(stores.store, registry=stores.registry),
@@ -140,6 +142,8 @@ def intake_ports(
         permission=permission,
         link=partial(_link, stores, warn),
         acknowledge=acknowledge,
+        agent=watch.session_state,
+        answer=watch.answer,
         hold=partial(_hold, stores.layout.local_locks_dir / HOLDS_DIR),
     )
 

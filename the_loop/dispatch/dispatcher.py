@@ -9,12 +9,14 @@ its callables (the command calls the cleanup domain). See ``dispatcher.md``.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from the_loop.agent.hooks import hook_log_path, hook_settings
 from the_loop.dispatch.settings import AgentEnvironment, DispatchSettings, agent_environment
 from the_loop.dispatch.teardown import STEP_ERRORS, CloseReport, SessionCloseError, Teardown
 from the_loop.dispatch.tmux import tmux_session_name
@@ -201,6 +203,7 @@ class Dispatcher:
             prompt=prompt,
             model=session.model,
             effort=session.effort,
+            hooks=self.hooks_for(ref, chosen),
         )
         progress.step = "tmux"
         kept = self.tmux.spawn(target, cwd, argv, self.agent_env(harness_name))
@@ -259,11 +262,26 @@ class Dispatcher:
             work_item=record.work_item,
             model=record.model,
             effort=record.effort,
+            hooks=self.hooks_for(record.work_item, harness),
         )
         kept = self.tmux.spawn(record.tmux_target, cwd, argv, self.agent_env(record.harness))
         if kept:
             self._warn(f"{record.ref}: kept the previous transcript as tmux session {kept}")
         self._emit_spawned(record, resumed=True, actor=actor)
+
+    def hook_log(self, ref: WorkItemRef) -> Path:
+        """Where the hooks of ``ref``'s agent write (:mod:`the_loop.agent.hooks`)."""
+        record = self.registry.path_for(ref)
+        return hook_log_path(record.parent, record.stem)
+
+    def hooks_for(self, ref: WorkItemRef, harness: Harness) -> str:
+        """The hooks' ``--settings`` for an agent of ``harness`` (``""``: it takes none);
+        the hook log's directory is made here, so the first hook finds it."""
+        if not harness.takes_hooks:
+            return ""
+        log = self.hook_log(ref)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        return hook_settings(sys.executable, log)
 
     def agent_env(self, harness: str) -> dict[str, str]:
         """The environment an agent of ``harness`` starts with: this process's, as

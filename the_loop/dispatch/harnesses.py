@@ -29,6 +29,8 @@ class Harness(ABC):
     """A coding agent the dispatcher can start in tmux; subclasses build the argv."""
 
     name: str = ""
+    #: Whether the agent takes the-loop's hooks (``hooks``: a ``--settings`` JSON).
+    takes_hooks: bool = False
 
     def __init__(self, binary: str, *, unset_env: Sequence[str] = ()) -> None:
         if not binary:
@@ -45,6 +47,7 @@ class Harness(ABC):
         prompt: str,
         model: str = "",
         effort: str = "",
+        hooks: str = "",
     ) -> list[str]:
         """The argv that starts a new agent session with id ``session_id``."""
 
@@ -57,6 +60,7 @@ class Harness(ABC):
         prompt: str = "",
         model: str = "",
         effort: str = "",
+        hooks: str = "",
     ) -> list[str]:
         """The argv that resumes the agent session ``session_id``."""
 
@@ -87,6 +91,8 @@ class _AgentCli(Harness):
 
     start_flag = ""
     resume_flag = ""
+    #: The flag that hands the agent the-loop's hooks (``""``: it takes none).
+    settings_flag = ""
 
     def __init__(
         self, binary: str, args: Sequence[str] = (), *, unset_env: Sequence[str] = ()
@@ -102,8 +108,9 @@ class _AgentCli(Harness):
         prompt: str,
         model: str = "",
         effort: str = "",
+        hooks: str = "",
     ) -> list[str]:
-        return self._argv(self.start_flag, session_id, model, prompt)
+        return self._argv(self.start_flag, session_id, model, prompt, hooks)
 
     def resume_argv(
         self,
@@ -113,29 +120,35 @@ class _AgentCli(Harness):
         prompt: str = "",
         model: str = "",
         effort: str = "",
+        hooks: str = "",
     ) -> list[str]:
-        return self._argv(self.resume_flag, session_id, model, prompt)
+        return self._argv(self.resume_flag, session_id, model, prompt, hooks)
 
-    def _argv(self, flag: str, session_id: str, model: str, prompt: str) -> list[str]:
+    def _argv(self, flag: str, session_id: str, model: str, prompt: str, hooks: str) -> list[str]:
         if not session_id or session_id.startswith("-"):
             raise ValueError(f"invalid harness session id {session_id!r}")
         model_args = ["--model", model] if model else []
+        hook_args = [self.settings_flag, hooks] if hooks and self.settings_flag else []
         prompt_args = [prompt] if prompt else []
-        argv = [self.binary, flag, session_id, *model_args, *self.args, *prompt_args]
+        argv = [self.binary, flag, session_id, *model_args, *hook_args, *self.args, *prompt_args]
         return self._without_env(argv)
 
 
 class ClaudeHarness(_AgentCli):
-    """Claude Code: ``claude --session-id <id> [--model M] [args...] [<prompt>]``.
+    """Claude Code: ``claude --session-id <id> [--model M] [--settings <hooks>] [args...]
+    [<prompt>]``: the-loop's hooks (:mod:`the_loop.agent.hooks`) through ``--settings``,
+    which Claude Code merges with the operator's own.
 
-    Resume: ``claude --resume <id> [--model M] [args...] [<prompt>]``. ``effort`` is
-    not passed: Claude Code has no effort flag we can rely on, so an operator who
-    wants one puts it in ``routing.harnesses.claude.args``.
+    Resume: ``claude --resume <id> [--model M] [--settings <hooks>] [args...] [<prompt>]``.
+    ``effort`` is not passed: Claude Code has no effort flag we can rely on, so an
+    operator who wants one puts it in ``routing.harnesses.claude.args``.
     """
 
     name = "claude"
+    takes_hooks = True
     start_flag = "--session-id"
     resume_flag = "--resume"
+    settings_flag = "--settings"
 
     def __init__(
         self,
@@ -196,6 +209,7 @@ class CommandHarness(Harness):
         prompt: str,
         model: str = "",
         effort: str = "",
+        hooks: str = "",
     ) -> list[str]:
         values = _values(session_id, work_item, prompt, model, effort)
         return self._without_env([_substitute(element, values) for element in self.argv])
@@ -208,6 +222,7 @@ class CommandHarness(Harness):
         prompt: str = "",
         model: str = "",
         effort: str = "",
+        hooks: str = "",
     ) -> list[str]:
         values = _values(session_id, work_item, prompt, model, effort)
         template = self.resume_template or self.argv

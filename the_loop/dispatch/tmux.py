@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from the_loop.agent.state import PaneView
 from the_loop.config.defaults import default_str
 from the_loop.dispatch.harnesses import HARNESSES
 from the_loop.dispatch.process import (
@@ -372,6 +373,50 @@ class TmuxRunner:
         result = self._run(argv, timeout=self.timeout, check=True, env=client, input=text)
         if _PANE_DEAD in result.stdout:
             raise PaneDead(f"the agent in tmux session {name} has exited: nothing was pasted")
+
+    def pane_view(self, name: str) -> PaneView | None:
+        """The pane of ``name`` as the agent room reads it, in one tmux call: dead or
+        not (and its exit status), when its window last changed, and the visible screen
+        (never the scrollback); None when the session is absent, ``DispatchError`` when
+        tmux does not answer."""
+        check_name(name)
+        target = f"={name}:"
+        head = "the-loop:pane #{pane_dead} #{pane_dead_status} #{window_activity}"
+        shown = self._tmux(
+            *("display-message", "-p", "-t", target, head, ";"),
+            *("capture-pane", "-p", "-t", target),
+            check=False,
+        )
+        if shown.returncode != 0:
+            if _is_absent(shown.stderr) or "can't find" in shown.stderr:
+                return None
+            raise self._failure(shown.args, shown.stderr)
+        first, _, screen = shown.stdout.partition("\n")
+        words = first.split()
+        if len(words) < 2 or words[0] != "the-loop:pane":
+            raise DispatchError(f"tmux described the pane of {name} as {first!r}")
+        status = words[2] if len(words) > 3 else ""
+        activity = words[-1] if len(words) > 2 else "0"
+        return PaneView(
+            dead=words[1] == "1",
+            status=int(status) if status.lstrip("-").isdigit() else None,
+            activity=float(activity) if activity.isdigit() else 0.0,
+            screen=screen,
+        )
+
+    def send_keys(self, name: str, keys: Sequence[str]) -> None:
+        """Send ``keys`` (tmux key names, each one key) to the live pane of ``name``; never
+        to a dead one (checked in the same command list)."""
+        check_name(name)
+        target = f"={name}:"
+        for key in keys:
+            if not _TMUX_WORD.fullmatch(key):
+                raise ValueError(f"refusing tmux key {key!r}")
+        live = f"send-keys -t {target} " + " ".join(keys)
+        dead = f"display-message -p {_PANE_DEAD}"
+        shown = self._tmux("if-shell", "-F", "-t", target, "#{pane_dead}", dead, live)
+        if _PANE_DEAD in shown.stdout:
+            raise PaneDead(f"the agent in tmux session {name} has exited: no key was sent")
 
     def owner_of(self, name: str) -> str | None:
         """The state root that started session ``name``; None when untagged or gone (a

@@ -94,9 +94,10 @@ def _rows(stored: Ledger) -> list[Row]:
 
 def drain(session: LiveSession, intake: Intake) -> None:
     """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in
-    order; then acknowledge on GitHub what was delivered and not yet acknowledged."""
+    order while the agent takes a paste; then acknowledge on GitHub what was delivered and
+    not yet acknowledged."""
     with intake.ports.hold(session.ref):  # another reader's attempt ends first
-        _Pane(session.ref, session.tmux_target, intake).drain()
+        _Pane(session, intake).drain()
     # Outside the hold: a 👀 waits its turn among GitHub's writes (a second apart), and a
     # repeat of one is GitHub's no-op, so the other reader's pastes never wait on it.
     acknowledge_delivered(session.ref, intake)
@@ -105,8 +106,9 @@ def drain(session: LiveSession, intake: Intake) -> None:
 class _Pane:
     """One session's pane and its ledger, drained with the intake's collaborators."""
 
-    def __init__(self, ref: WorkItemRef, target: str, intake: Intake) -> None:
-        self.ref, self.target, self.intake = ref, target, intake
+    def __init__(self, session: LiveSession, intake: Intake) -> None:
+        self.session, self.intake = session, intake
+        self.ref, self.target = session.ref, session.tmux_target
         self.ports, self.settings = intake.ports, intake.settings
         self.polls = intake.ports.ledger
 
@@ -129,6 +131,8 @@ class _Pane:
                 return  # all done, or a refused paste: it goes first again next cycle
             if self.intake.stopping() or self._breaker_open(rows):
                 return  # the rest wait in the ledger for the next cycle
+            if not self._agent_takes_a_paste():
+                return  # a dialog, a start or an exit: they wait, in order, in the ledger
             attempted.add(due.comment_id)
             ledger = self._attempt(ledger, due.comment_id, _text(rows_now, due.comment_id))
             done = ledger.entry(due.comment_id)
@@ -138,6 +142,16 @@ class _Pane:
                 check = _author(rows_now, due.comment_id, "check")  # a CI paste's check name
                 action = Action("delivered", self.ref.ref, author, check, due.comment_id)
                 self.intake.counts.actions.append(action)
+
+    def _agent_takes_a_paste(self) -> bool:
+        """Whether the agent takes a paste now: ``idle`` or ``working`` (or a reader that
+        cannot ask, or a pane tmux could not describe: the paste itself then fails). A
+        comment is never the keystroke that answers a dialog."""
+        agent = self.ports.agent
+        if agent is None:
+            return True
+        state = agent(self.session)
+        return state is None or state.takes_a_paste
 
     @property
     def _retries(self) -> int:

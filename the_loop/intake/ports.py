@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from the_loop.agent.state import AgentState
 from the_loop.intake.claim_ports import ClaimPorts
 from the_loop.intake.comments import CommentPolicy, SessionState
 from the_loop.intake.delivery import Delivery
@@ -87,6 +88,8 @@ class LiveSession:
     state: SessionState
     tmux_target: str = ""
     pull_requests: tuple[WorkItemRef, ...] = ()
+    #: The harness its agent runs (``""``: not said).
+    harness: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,13 @@ class IntakePorts:
     #: ``session_of(ref)``: ``ref``'s own live session, read alone (None: the round
     #: reads every live session again after a command instead).
     session_of: Callable[[WorkItemRef], LiveSession | None] | None = None
+    #: ``agent(session)``: what the session's agent is doing now (None: no pane, or tmux
+    #: could not say); asked before each paste, which only an agent ``idle`` or
+    #: ``working`` takes (None as a port: this reader pastes without asking).
+    agent: Callable[[LiveSession], AgentState | None] | None = None
+    #: ``answer(target, dialog, option)``: choose ``option`` of the dialog on the pane
+    #: (None: this reader answers no dialog).
+    answer: Callable[[str, str, str], None] | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was

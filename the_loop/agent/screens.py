@@ -1,0 +1,132 @@
+"""The dialogs an agent shows that no hook reports, read from its screen by patterns.
+
+The patterns are data (``screens.json`` beside this module), one per dialog, each
+pinned by a test against a screen captured from the real agent, so a release that
+rewords a dialog fails that test, not the loop. A pattern matches when every one of its
+``all`` texts is on the screen; it names what the agent is blocked on (``trust``,
+``api-key``, ``permission``, ``question``, ``bypass-warning``, ``notice``, ``limit``)
+and, for the dialogs the-loop may answer, the keys that choose each option.
+Only the visible screen is read (never the scrollback): a dialog long answered and
+scrolled away must not block anything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, cast
+
+from the_loop.errors import TheLoopError
+
+PATTERNS_FILE = Path(__file__).with_name("screens.json")
+#: What an agent can be blocked on, as ``sessions list`` and the events name it.
+BLOCKED_ON = (
+    "trust",
+    "api-key",
+    "permission",
+    "question",
+    "bypass-warning",
+    "notice",
+    "limit",
+    "unknown",
+)
+#: How many characters of a dialog's text are kept as its prompt.
+PROMPT_KEPT = 1500
+
+
+@dataclass(frozen=True)
+class ScreenPattern:
+    """One dialog: its name, what it blocks on, the texts that identify it, the keys
+    that choose each of its options (``yes``, ``no``), and the harnesses that show it."""
+
+    name: str
+    blocked_on: str
+    all: tuple[str, ...]
+    keys: dict[str, tuple[str, ...]]
+    harnesses: tuple[str, ...]
+
+    def matches(self, screen: str) -> bool:
+        flat = _flat(screen)
+        return all(_flat(text) in flat for text in self.all)
+
+
+@dataclass(frozen=True)
+class Dialog:
+    """A dialog found on a screen: its pattern and the text it shows."""
+
+    pattern: ScreenPattern
+    text: str
+
+
+@cache
+def patterns() -> tuple[ScreenPattern, ...]:
+    """Every pattern of ``screens.json``, in the order they are tried."""
+    try:
+        raw = json.loads(PATTERNS_FILE.read_text(encoding="utf-8"))
+        return tuple(_pattern(entry) for entry in raw["patterns"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise TheLoopError(
+            f"the screen patterns {PATTERNS_FILE} cannot be read: {error}"
+        ) from error
+
+
+def _pattern(entry: dict[str, Any]) -> ScreenPattern:
+    blocked_on = str(entry["blockedOn"])
+    if blocked_on not in BLOCKED_ON:
+        raise ValueError(f"pattern {entry.get('name')!r}: unknown blockedOn {blocked_on!r}")
+    keys: Any = entry.get("keys") or {}
+    texts: Any = entry["all"]
+    if not isinstance(keys, dict) or not isinstance(texts, list) or not texts:
+        raise TypeError("a pattern needs a non-empty list 'all' and an object 'keys'")
+    keys = cast(dict[str, list[Any]], keys)
+    texts = cast(list[Any], texts)
+    harnesses: list[Any] = entry.get("harnesses") or []
+    return ScreenPattern(
+        name=str(entry["name"]),
+        blocked_on=blocked_on,
+        all=tuple(str(t) for t in texts),
+        keys={str(k): tuple(str(x) for x in v) for k, v in keys.items()},
+        harnesses=tuple(str(h) for h in harnesses),
+    )
+
+
+def find_dialog(screen: str, harness: str) -> Dialog | None:
+    """The first dialog of ``harness`` (or of every harness) showing on ``screen``."""
+    for pattern in patterns():
+        if pattern.harnesses and harness not in pattern.harnesses:
+            continue
+        if pattern.matches(screen):
+            return Dialog(pattern, dialog_text(screen, pattern))
+    return None
+
+
+def pattern_named(name: str) -> ScreenPattern:
+    """The pattern called ``name``; ``KeyError`` when there is none."""
+    for pattern in patterns():
+        if pattern.name == name:
+            return pattern
+    raise KeyError(name)
+
+
+def dialog_text(screen: str, pattern: ScreenPattern) -> str:
+    """The screen from the line holding the pattern's first text on, trimmed: what the
+    dialog asks, without the conversation above it."""
+    lines = [line.rstrip() for line in screen.splitlines()]
+    first = _flat(pattern.all[0])
+    start = next((i for i, line in enumerate(lines) if first[:30] in _flat(line)), 0)
+    start = max(0, start - 6)  # a permission prompt's tool and command stand above it
+    kept = "\n".join(line for line in lines[start:] if line.strip() and not _rule(line))
+    return kept[:PROMPT_KEPT]
+
+
+def _rule(line: str) -> bool:
+    """A line drawn only of box characters (a border)."""
+    return all(c in "─━═│┃╭╮╰╯┌┐└┘╌ " for c in line.strip())
+
+
+def _flat(text: str) -> str:
+    """``text`` with runs of blanks and box sides as one space: a dialog reflowed by the
+    terminal's width still matches."""
+    return " ".join(text.replace("│", " ").replace("┃", " ").split())

@@ -1,0 +1,212 @@
+"""What an agent is doing: derived from its hook log and its pane, both handed in.
+
+``starting`` (spawned, not yet at its prompt), ``working`` (a turn runs), ``idle`` (at
+its input prompt), ``blocked`` (a dialog waits for a person: on what, and its text),
+``exited`` (its process ended: with its status). The screen decides a dialog (a dialog
+on the visible screen blocks, whatever the hooks said last); the hooks decide the rest.
+A harness without hooks (``cursor``, ``command``) is read from its pane alone: live and
+no dialog is ``working`` while the pane changed within :data:`QUIET_SECONDS`, then
+``idle``. Only ``idle`` and ``working`` take a paste: Claude Code queues a paste that
+arrives mid-turn and sends it when the turn ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from the_loop.agent.screens import Dialog, find_dialog
+
+STARTING, WORKING, IDLE, BLOCKED, EXITED = "starting", "working", "idle", "blocked", "exited"
+STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
+#: The states in which a paste becomes a turn.
+TAKES_A_PASTE = frozenset((IDLE, WORKING))
+#: A pane with no hooks that has not changed for this long is at its prompt.
+QUIET_SECONDS = 5.0
+#: How long after a hook said a dialog the screen must show it (else it was answered).
+DRAWN_SECONDS = 3.0
+#: How much of the end of a hook log is read: the latest events are all a state needs.
+TAIL_BYTES = 64 * 1024
+
+#: The state each hook event leaves the agent in (a permission request is read apart).
+_AFTER_EVENT = {
+    "SessionStart": IDLE,
+    "UserPromptSubmit": WORKING,
+    "PreToolUse": WORKING,
+    "PostToolUse": WORKING,
+    "Stop": IDLE,
+    "StopFailure": IDLE,
+    "SessionEnd": EXITED,
+}
+#: Notifications that say the agent waits at its prompt, or for a person.
+_IDLE_NOTICES = frozenset(("idle_prompt",))
+_PERMISSION_NOTICES = frozenset(("permission_prompt",))
+_QUESTION_NOTICES = frozenset(("elicitation_dialog",))
+#: Words of a StopFailure's error that say a usage or rate limit was reached.
+_LIMIT_WORDS = ("rate_limit", "rate limit", "usage limit", "limit reached", "overloaded", "429")
+
+
+@dataclass(frozen=True)
+class PaneView:
+    """What tmux says of the agent's pane: dead (and its exit status), when it last
+    changed, and the visible screen as text."""
+
+    dead: bool
+    status: int | None = None
+    activity: float = 0.0
+    screen: str = ""
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """The agent's state, ``since`` when (unix time), and when ``blocked``, on what and the
+    prompt's text; when ``exited``, its status."""
+
+    state: str
+    since: float = 0.0
+    blocked_on: str = ""
+    prompt: str = ""
+    exit_status: int | None = None
+    #: The screen pattern that found the dialog (``""`` when a hook said it).
+    dialog: str = ""
+
+    @property
+    def takes_a_paste(self) -> bool:
+        return self.state in TAKES_A_PASTE
+
+    def describe(self) -> str:
+        """One short phrase: ``idle``, ``blocked: permission``, ``exited (1)``."""
+        if self.state == BLOCKED:
+            return f"blocked: {self.blocked_on}"
+        if self.state == EXITED and self.exit_status is not None:
+            return f"exited ({self.exit_status})"
+        return self.state
+
+    def to_dict(self) -> dict[str, Any]:
+        """``sessions list --format json``'s ``agent``: ``state``, ``since`` (ISO 8601),
+        ``blockedOn`` and ``prompt`` (null unless blocked), ``exitStatus``."""
+        from datetime import UTC, datetime
+
+        since = datetime.fromtimestamp(self.since, UTC).isoformat() if self.since else None
+        blocked = self.state == BLOCKED
+        return {
+            "state": self.state,
+            "since": since,
+            "blockedOn": self.blocked_on if blocked else None,
+            "prompt": self.prompt if blocked else None,
+            "exitStatus": self.exit_status,
+        }
+
+
+def read_hook_log(path: Path, tail_bytes: int = TAIL_BYTES) -> list[dict[str, Any]]:
+    """The events at the end of the hook log ``path`` (empty when there is none); a line
+    cut by the tail or not JSON is skipped. Never follows a link."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return []
+    try:
+        size = os.fstat(descriptor).st_size
+        start = max(0, size - tail_bytes)
+        os.lseek(descriptor, start, os.SEEK_SET)
+        data = os.read(descriptor, size - start)
+    finally:
+        os.close(descriptor)
+    lines = data.decode("utf-8", "replace").split("\n")
+    if start:
+        lines = lines[1:]  # the first may be cut
+    events: list[dict[str, Any]] = []
+    for line in lines:
+        try:
+            event: Any = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(cast(dict[str, Any], event).get("event"), str):
+            events.append(cast(dict[str, Any], event))
+    return events
+
+
+def derive(
+    harness: str, events: Sequence[dict[str, Any]], pane: PaneView | None, *, now: float
+) -> AgentState | None:
+    """The agent's state from its hook ``events`` (oldest first) and its ``pane`` (None:
+    no pane, so no state)."""
+    if pane is None:
+        return None
+    if pane.dead:
+        ended = _time(events[-1]) if events else pane.activity
+        return AgentState(EXITED, since=ended or now, exit_status=pane.status)
+    dialog = find_dialog(pane.screen, harness)
+    if dialog is not None:
+        return _blocked_by(dialog, events, pane)
+    if not events:
+        if harness == "claude":
+            return AgentState(STARTING, since=pane.activity)
+        quiet = now - pane.activity >= QUIET_SECONDS
+        return AgentState(IDLE if quiet else WORKING, since=pane.activity)
+    state = _from_hooks(events)
+    if state.state == BLOCKED and pane.screen.strip() and now - _time(events[-1]) > DRAWN_SECONDS:
+        # The hook said a dialog, the screen long shows none: answered in the pane.
+        return AgentState(IDLE, since=_time(events[-1]))
+    return state
+
+
+def _blocked_by(dialog: Dialog, events: Sequence[dict[str, Any]], pane: PaneView) -> AgentState:
+    """A dialog on the screen; for a permission prompt, the hook's tool and its detail."""
+    prompt = dialog.text
+    last: dict[str, Any] = events[-1] if events else {}
+    if dialog.pattern.blocked_on == "permission" and last.get("event") == "PermissionRequest":
+        prompt = _permission_text(last) + "\n\n" + prompt
+    since = _time(last) if last else pane.activity
+    return AgentState(
+        BLOCKED,
+        since=since,
+        blocked_on=dialog.pattern.blocked_on,
+        prompt=prompt.strip(),
+        dialog=dialog.pattern.name,
+    )
+
+
+def _from_hooks(events: Sequence[dict[str, Any]]) -> AgentState:
+    last = events[-1]
+    state, blocked_on, prompt = _state_after(last)
+    since = _time(last)
+    for earlier in reversed(events[:-1]):  # since the first event of this same state
+        if _state_after(earlier)[:2] != (state, blocked_on):
+            break
+        since = _time(earlier)
+    return AgentState(state, since=since, blocked_on=blocked_on, prompt=prompt)
+
+
+def _state_after(event: dict[str, Any]) -> tuple[str, str, str]:
+    name = str(event.get("event", ""))
+    if name == "PermissionRequest":
+        return BLOCKED, "permission", _permission_text(event)
+    if name == "Notification":
+        kind = str(event.get("type", ""))
+        if kind in _PERMISSION_NOTICES:
+            return BLOCKED, "permission", str(event.get("message", ""))
+        if kind in _QUESTION_NOTICES:
+            return BLOCKED, "question", str(event.get("message", ""))
+        if kind in _IDLE_NOTICES:
+            return IDLE, "", ""
+        return WORKING, "", ""  # any other notice says nothing of the prompt
+    if name == "StopFailure":
+        error = f"{event.get('error', '')} {event.get('errorType', '')}".lower()
+        if any(word in error for word in _LIMIT_WORDS):
+            return BLOCKED, "limit", str(event.get("error", "")).strip()
+    return _AFTER_EVENT.get(name, WORKING), "", ""
+
+
+def _permission_text(event: dict[str, Any]) -> str:
+    tool, detail = str(event.get("tool", "")), str(event.get("detail", ""))
+    return f"{tool}: {detail}" if detail else tool
+
+
+def _time(event: dict[str, Any]) -> float:
+    value = event.get("t")
+    return float(value) if isinstance(value, int | float) else 0.0
