@@ -322,7 +322,7 @@ def test_comments_wait_while_the_agent_is_blocked_and_arrive_in_order_after(
     first, second = comment(106, "n", minutes=1), comment(107, "Go on.", minutes=2)
     intake = world.feed(first, second)
     assert intake.counts.delivered == 0
-    rows = world.stores.store.section(ITEM, "poll").get("deliveries")
+    rows = (world.stores.store.section(ITEM, "poll") or {}).get("deliveries") or []
     assert [(r["id"], r["state"]) for r in rows] == [("106", "waiting"), ("107", "waiting")]
     with log.open("a", encoding="utf-8") as appended:
         appended.write(json.dumps({"t": T0.timestamp() + 1, "event": "Stop"}) + "\n")
