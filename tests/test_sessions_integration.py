@@ -327,22 +327,30 @@ def test_list_says_whether_each_agent_runs_has_exited_or_is_gone_and_where_its_c
 ):
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     [row] = loop.listing()
-    assert (row["agent"], row["checkout"]) == ("running", str(loop.worktree))
+    assert (row["agent"]["state"], row["checkout"]) in {
+        ("working", str(loop.worktree)),
+        ("idle", str(loop.worktree)),
+    }
+    assert row["agent"]["blockedOn"] is None and row["agent"]["since"] is not None
     loop.tmux().terminate_harness(TARGET, grace_seconds=5)
     [row] = loop.listing()
-    assert (row["status"], row["agent"]) == ("active", "exited")
+    assert (row["status"], row["agent"]["state"]) == ("active", "exited")
+    status = row["agent"]["exitStatus"]
     code, out, _ = loop.output("sessions", "list")
-    assert code == 0 and out.splitlines()[1].split()[-2:] == ["exited", str(loop.worktree)]
+    shown = (
+        ["exited", str(loop.worktree)] if status is None else [f"({status})", str(loop.worktree)]
+    )
+    assert code == 0 and out.splitlines()[1].split()[-2:] == shown
     kill_server(loop.socket)
     [row] = loop.listing()
-    assert (row["status"], row["agent"]) == ("active", "gone")
+    assert (row["status"], row["agent"]["state"]) == ("active", "gone")
 
 
 def test_list_says_unknown_without_a_tmux_binary_and_fails_nothing(loop: Loop, tmp_path: Path):
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     loop.configure_routing(tmux={"binary": str(tmp_path / "no-such-tmux")})
     [row] = loop.listing()
-    assert (row["agent"], row["checkout"]) == ("unknown", str(loop.worktree))
+    assert (row["agent"]["state"], row["checkout"]) == ("unknown", str(loop.worktree))
     code, _, err = loop.output("sessions", "list")
     assert (code, err) == (0, "")
 
@@ -353,7 +361,7 @@ def test_list_shows_a_dash_for_a_checkout_that_no_longer_exists(loop: Loop, tmp_
     _register(loop, checkout)
     checkout.rmdir()
     [row] = loop.listing()
-    assert (row["agent"], row["checkout"]) == ("unknown", None)
+    assert (row["agent"]["state"], row["checkout"]) == ("unknown", None)
     code, out, _ = loop.output("sessions", "list")
     assert code == 0 and out.splitlines()[1].split()[-2:] == ["unknown", "—"]
 
@@ -601,10 +609,12 @@ def test_a_new_spawn_keeps_the_retained_transcript_under_a_new_name_and_says_so(
     assert f"agent {first} ready" in loop.tmux().capture(kept)
     assert loop.tmux().liveness(TARGET) == "live"
     rows = loop.listing("--all")
-    assert [(row["workItem"], row["tmuxTarget"], row["status"], row["agent"]) for row in rows] == [
-        (ITEM, TARGET, "active", "running"),
-        (ITEM, kept, "retained", "exited"),
+    assert [(row["workItem"], row["tmuxTarget"], row["status"]) for row in rows] == [
+        (ITEM, TARGET, "active"),
+        (ITEM, kept, "retained"),
     ]
+    assert rows[0]["agent"]["state"] in ("working", "idle")
+    assert rows[1]["agent"]["state"] == "exited"
     assert [row["tmuxTarget"] for row in loop.listing()] == [TARGET]
 
 

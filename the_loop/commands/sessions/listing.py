@@ -1,24 +1,29 @@
 """The rows of ``sessions list``: a record, its last control command, its agent, its checkout.
 
-The agent's state comes from one ``tmux list-panes -a`` per listing, never one call per
-row: ``running`` (a pane runs), ``exited`` (every pane ended, the pane kept), ``gone``
-(no tmux session of that name, or no tmux server at all), ``unknown`` (tmux did not
-answer, is not installed, or the record names no tmux session).
+Whether each agent runs comes from one ``tmux list-panes -a`` per listing, never one
+call per row: ``running`` (a pane runs), ``exited`` (every pane ended, the pane kept),
+``gone`` (no tmux session of that name, or no tmux server at all), ``unknown`` (tmux did
+not answer, is not installed, or the record names no tmux session). A live session's
+running agent is then asked what it is doing (``starting``, ``working``, ``idle``,
+``blocked: <on what>``): one call each, for the live sessions only.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from the_loop.dispatch.tmux import NAME_PATTERN, TmuxRunner
 
 if TYPE_CHECKING:
+    from the_loop.agent.state import AgentState
     from the_loop.config.file import Config
     from the_loop.sessions.session import Session
 
 GONE = "gone"
+RUNNING = "running"
+EXITED = "exited"
 UNKNOWN = "unknown"
 #: The status of a transcript row: a kept tmux session no record names.
 RETAINED = "retained"
@@ -47,6 +52,8 @@ class ListedRow(NamedTuple):
     checkout: str | None = None
     #: The other machine that holds the item (its claim won the latest start), if any.
     held_by: Mapping[str, Any] | None = None
+    #: What a live session's running agent is doing (None: not asked, or not known).
+    detail: AgentState | None = None
 
     def document(self) -> dict[str, Any]:
         """The ``--format json`` item: the record's report, ``control``, ``agent``, ``checkout``."""
@@ -59,7 +66,9 @@ class ListedRow(NamedTuple):
         else:
             document = self.session.to_dict()
         document["control"] = self.command
-        document["agent"] = self.agent
+        document["agent"] = (
+            self.detail.to_dict() if self.detail is not None else _agent_document(self.agent)
+        )
         document["checkout"] = self.checkout
         if self.held_by is not None:
             document["heldBy"] = dict(self.held_by)
@@ -83,7 +92,26 @@ class ListedRow(NamedTuple):
                 self.command,
                 session.last_event_at,
             ]
-        return [cell or "-" for cell in cells] + [self.agent, self.checkout or NO_CHECKOUT]
+        agent = self.detail.describe() if self.detail is not None else self.agent
+        return [cell or "-" for cell in cells] + [agent, self.checkout or NO_CHECKOUT]
+
+
+def _agent_document(state: str) -> dict[str, Any]:
+    """``agent`` in JSON for a row whose agent was not asked: tmux's word alone."""
+    return {"state": state, "since": None, "blockedOn": None, "prompt": None, "exitStatus": None}
+
+
+def with_agent_states(
+    rows: list[ListedRow], observe: Callable[[Session], AgentState | None]
+) -> list[ListedRow]:
+    """``rows`` with what each live session's running agent is doing, asked of
+    ``observe`` (one tmux call and one hook log each: only live sessions are asked)."""
+    return [
+        row._replace(detail=observe(row.session))
+        if row.session is not None and row.session.is_live and row.agent in (RUNNING, EXITED)
+        else row
+        for row in rows
+    ]
 
 
 def tmux_states(config: Config) -> States:

@@ -13,9 +13,9 @@ import contextlib
 import gc
 import os
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
     Context,
@@ -34,9 +34,13 @@ from the_loop.commands.sessions.listing import (
     listed_rows,
     tmux_states,
     transcripts,
+    with_agent_states,
 )
 from the_loop.commands.stores import Stores, open_stores
 from the_loop.dispatch.harnesses import HARNESSES
+
+if TYPE_CHECKING:
+    from the_loop.agent.state import AgentState
 from the_loop.errors import TheLoopError, UsageError
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import STATUSES, Session
@@ -173,7 +177,7 @@ def run_list(args: argparse.Namespace) -> Result:
         sessions = stores.registry.list_sessions(args.status)
         commands = [_last_command(stores, session) for session in sessions]
     states = tmux_states(context.config)
-    rows = listed_rows(sessions, commands, states)
+    rows = with_agent_states(listed_rows(sessions, commands, states), _observer(context, stores))
     if args.status is None:
         rows = held_elsewhere(rows, _holders(context))
     if args.all and args.status is None:
@@ -205,6 +209,26 @@ def reading_every_record(stores: Stores) -> Generator[None]:
         gc.freeze()
         if collecting:
             gc.enable()
+
+
+def _observer(context: Context, stores: Stores) -> Callable[[Session], AgentState | None]:
+    """What a session's agent is doing, asked of its pane and its hook log."""
+    from the_loop.adapters.agent_watch import AgentWatch
+    from the_loop.dispatch.tmux import TmuxRunner
+
+    try:
+        watch = AgentWatch.over(TmuxRunner.from_config(context.config), stores.registry)
+    except ValueError:  # an invalid socket name: tmux cannot be asked
+
+        def nothing(_session: Session) -> AgentState | None:
+            return None
+
+        return nothing
+
+    def observe(session: Session) -> AgentState | None:
+        return watch.state(session.work_item, session.harness, session.tmux_target)
+
+    return observe
 
 
 def _holders(context: Context) -> dict[str, dict[str, object]]:
