@@ -1042,6 +1042,8 @@ class Routes:
             return Answer(200, {"login": self.login, "id": 1, "type": "User"})
         if method == "DELETE":
             return self.delete_comment(path)
+        if method == "PATCH":
+            return self.patch_comment(path, body)
         try:
             return self.route(method, path, query, body)
         except ValueError as error:
@@ -1070,6 +1072,33 @@ class Routes:
         if rest[0] == "pulls" and len(rest) == 2:
             return self.issue(owner, repo, rest[1], pull=True)
         return not_found()
+
+    def patch_comment(self, path: str, body: bytes) -> Answer:
+        """``PATCH /repos/{o}/{r}/issues/comments/{id}`` with ``{"body": ...}``: 200 and the
+        comment for the author's own, 403 for anyone else's, 404 for none, 422 without a
+        body (as GitHub's description of "Update an issue comment" says)."""
+        parts = path.strip("/").split("/")
+        if len(parts) != 6 or parts[0] != "repos" or parts[3:5] != ["issues", "comments"]:
+            return not_found()
+        owner, repo, number = parts[1], parts[2], parts[5]
+        with self.fake.lock:
+            found = [
+                c
+                for c in self.fake.comments
+                if number.isdigit() and c.id == int(number) and (c.owner, c.repo) == (owner, repo)
+            ]
+        if not found:
+            return not_found()
+        if found[0].login.casefold() != self.login.casefold():
+            return Answer(403, {"message": "Must have admin rights to Repository."})
+        try:
+            text = json.loads(body or b"{}").get("body")
+        except (ValueError, AttributeError):
+            text = None
+        if not isinstance(text, str):
+            return Answer(422, {"message": "Validation Failed: body is required"})
+        self.fake.edit_comment(found[0].id, text)
+        return Answer(200, self.comment_json(found[0]))
 
     def delete_comment(self, path: str) -> Answer:
         """``DELETE /repos/{o}/{r}/issues/comments/{id}``: 204 for the author's own, 403
@@ -1225,6 +1254,9 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self.serve_request("DELETE")
+
+    def do_PATCH(self) -> None:
+        self.serve_request("PATCH")
 
     def serve_request(self, method: str) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -259,6 +259,11 @@ class ClientReads:
         name = f"{ref.owner}/{ref.repo}"
         return self._listing(name, path, params, keep=False, conditional=False).entries
 
+    def edit_comment(self, ref: WorkItemRef, comment_id: int, body: str) -> None:
+        """Replace the body of the issue comment ``comment_id`` of ``ref``'s repository."""
+        path = f"/repos/{ref.owner}/{ref.repo}/issues/comments/{comment_id}"
+        self.client.patch_json(path, {"body": body})
+
     def delete_comment(self, ref: WorkItemRef, comment_id: int) -> None:
         """Delete the issue comment ``comment_id`` of ``ref``'s repository (one already
         gone is no error)."""
@@ -299,3 +304,6 @@ class IntakeGitHub:
 
     def post_comment(self, ref: WorkItemRef, body: str) -> int | None:
         return self.reads.post_comment(ref, body)
+
+    def edit_comment(self, ref: WorkItemRef, comment_id: int, body: str) -> None:
+        self.reads.edit_comment(ref, comment_id, body)

@@ -76,6 +76,7 @@ def poll_settings(config: Config) -> PollSettings:
         prompt_template=config.get_str("routing.prompt", ""),
         require_write_access=config.get_bool("routing.requireWriteAccess"),
         max_failing_pushes=max(int(config.get_float("polling.ci.maxFailingPushes")), 1),
+        trust_checkouts=config.get_bool("routing.harnesses.claude.trustCheckouts"),
     )
     return PollSettings(tuple(config.get_str_list("polling.repositories")), intake)
 
@@ -274,7 +275,11 @@ def poll_wiring(
             permission=RepositoryPermissions.for_layout(client, layout).permission,
             acknowledge=acknowledge_port(config, client),
         )
-        intake = replace(intake, claims=claim_ports(config, stores, reads, warn))
+        intake = replace(
+            intake,
+            claims=claim_ports(config, stores, reads, warn),
+            edit_comment=reads.edit_comment,
+        )
         reader = ReaderPorts(
             reads,
             cursors,

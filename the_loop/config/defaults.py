@@ -26,6 +26,7 @@ def _harness_defaults() -> dict[str, Default]:
             f"{prefix}.argv": [],
             f"{prefix}.resumeArgv": [],
             f"{prefix}.passEnv": [],
+            f"{prefix}.trustCheckouts": True,
         }
     return defaults
 

@@ -31,6 +31,22 @@ EVENT_TYPES: dict[str, str] = {
     "actor when a resume restarted the agent).",
     "session.spawn_failed": "A spawn failed and everything it created was undone (work_item, "
     "error, step).",
+    "session.blocked": (
+        "A live session's agent waits on a dialog; one marked notice said so on "
+        "the ticket (work_item, blocked_on, prompt, comment_id)."
+    ),
+    "session.unblocked": (
+        "A blocked agent's dialog ended; its notice was edited to say how "
+        "(work_item, blocked_on, how)."
+    ),
+    "session.trust_answered": (
+        "The-loop answered Claude Code's folder-trust dialog in a checkout, as "
+        "routing.harnesses.claude.trustCheckouts says (work_item, dialog)."
+    ),
+    "session.answered": (
+        "An authorized login's allow or deny chose that option of the agent's "
+        "permission prompt (work_item, answer, actor, comment_id)."
+    ),
     "session.paused": "A live session was paused: deliveries are held (work_item).",
     "session.resumed": "A paused session was resumed (work_item).",
     "session.closed": "A session record was closed (work_item, reason).",

@@ -266,6 +266,17 @@ class GitHubClient:
             raise _refusal(url, answer, self.token_advice)
         return GitHubResponse(answer.status, url, answer.headers, answer.body)
 
+    def patch_json(self, path: str, payload: object) -> GitHubResponse:
+        """PATCH ``payload`` as JSON to ``path`` (never retried); refused as a POST is."""
+        if self.before_post is not None:
+            self.before_post()
+        url = self.url_for(path)
+        headers = {**self._headers(), "Content-Type": "application/json"}
+        answer = self._exchange("PATCH", url, json.dumps(payload).encode("utf-8"), headers)
+        if not 200 <= answer.status < 300:
+            raise _refusal(url, answer, self.token_advice)
+        return GitHubResponse(answer.status, url, answer.headers, answer.body)
+
     def delete(self, path: str) -> int:
         """DELETE ``path`` (never retried); GitHub's status: 2xx done, 404 nothing there
         (already deleted); any other answer is refused as a POST's is."""

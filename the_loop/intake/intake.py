@@ -16,6 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from the_loop.errors import TheLoopError
+from the_loop.intake.answers import answer_prompt
+from the_loop.intake.attention import attend
 from the_loop.intake.ci import Details, HeadChecks
 from the_loop.intake.ci_round import take_checks
 from the_loop.intake.claiming import Claiming
@@ -30,6 +32,7 @@ from the_loop.intake.delivery import delivery_text
 from the_loop.intake.drain import drain
 from the_loop.intake.events import IssueComment, parse_timestamp
 from the_loop.intake.first_sight import first_sight
+from the_loop.intake.keywords import ANSWERS
 from the_loop.intake.linking import link_pulls
 from the_loop.intake.people import may_write
 from the_loop.intake.ports import (
@@ -216,6 +219,9 @@ class Round:
         ``key`` names a command that is not a comment (``review-<id>``). With claims on,
         a start is only begun here: it is acted on once its round is decided
         (:meth:`claims`)."""
+        if verb in ANSWERS:
+            self._answer(comment, verb)
+            return
         ports, counts = self.intake.ports, self.intake.counts
         ref = comment.work_item
         record = ControlRecord(ref.ref, verb, "comment", comment.login, _iso(comment.created_at))
@@ -230,6 +236,15 @@ class Round:
             if verb in (STOP, CLEANUP):
                 self.claiming.release(ref)
         self.act(ref, verb, comment.login, comment.id)
+
+    def _answer(self, comment: IssueComment, verb: str) -> None:
+        """``allow`` or ``deny``: the agent's permission prompt answered, at most once, and
+        only the prompt that was on when the comment was written (see :mod:`answers`)."""
+        ref = comment.work_item
+        if not self.intake.ports.ledger.record_answer(ref, str(comment.id)):
+            return
+        self.intake.counts.commands += 1
+        answer_prompt(self.intake, self.sessions.get(ref), comment, verb)
 
     def _claim(self, comment: IssueComment) -> None:
         """Begin the start's round and decide it now, under the item's hold; a round that
@@ -304,6 +319,7 @@ class Round:
             if self.claiming is not None and self.claiming.held_elsewhere(session.ref):
                 continue  # another machine holds the item: nothing reaches a pane here
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
+                attend(session, intake)  # a block said once on the ticket, or its end
                 drain(session, intake)
 
     def closures(self) -> None:

@@ -14,7 +14,9 @@ import re
 from dataclasses import dataclass
 
 DEFAULT_PREFIX = "the-loop"
-VERBS = ("start", "pause", "resume", "stop", "cleanup")
+VERBS = ("start", "pause", "resume", "stop", "cleanup", "allow", "deny")
+#: The verbs that answer the agent's permission prompt: never a session's life.
+ANSWERS = ("allow", "deny")
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)\Z")

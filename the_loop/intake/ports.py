@@ -41,6 +41,9 @@ class IntakeSettings:
     #: ``polling.ci.maxFailingPushes``: the consecutive failing heads of a pull request
     #: whose CI failures are pasted; the one that reaches it posts one notice.
     max_failing_pushes: int = 3
+    #: ``routing.harnesses.claude.trustCheckouts``: answer Claude Code's folder-trust
+    #: dialog in the checkouts the-loop made (and no other dialog).
+    trust_checkouts: bool = False
 
 
 class GitHubPort(Protocol):
@@ -179,6 +182,9 @@ class IntakePorts:
     #: ``answer(target, dialog, option)``: choose ``option`` of the dialog on the pane
     #: (None: this reader answers no dialog).
     answer: Callable[[str, str, str], None] | None = None
+    #: ``edit_comment(ref, comment_id, body)``: rewrite one of the-loop's own comments
+    #: (None: this reader edits nothing; a blocked notice then stays as posted).
+    edit_comment: Callable[[WorkItemRef, int, str], None] | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was

@@ -153,6 +153,21 @@ class PollState:
 
         self._update(as_ref(ref), change)
 
+    def record_answer(self, ref: WorkItemRef | str, comment_id: str) -> bool:
+        """Mark the answer ``comment_id`` seen, in one locked write; False (nothing written)
+        when it was seen already: an answer is sent at most once, crash or not."""
+        fresh: list[bool] = []
+
+        def change(ledger: Ledger) -> None:
+            if comment_id in ledger[SEEN_COMMENTS]:
+                return
+            ledger[SEEN_COMMENTS].append(comment_id)
+            ledger[COMMENT_ATTEMPTS].pop(comment_id, None)
+            fresh.append(True)
+
+        self._update(as_ref(ref), change)
+        return bool(fresh)
+
     def note_spawn_attempt(
         self, ref: WorkItemRef | str, delivery_id: str = "", gave_up: bool = False
     ) -> None:
@@ -176,6 +191,10 @@ class PollState:
             return []
         rows = cast(list[Any], entries)
         return [dict(cast(dict[str, Any], e)) for e in rows if isinstance(e, dict)]
+
+    def value(self, ref: WorkItemRef | str, key: str) -> Any:
+        """The ledger's value at ``key`` (None when it has none)."""
+        return _ledger(self._read(as_ref(ref))).get(key)
 
     def change(self, ref: WorkItemRef | str, change: Callable[[Ledger], None]) -> None:
         """One locked read-modify-write of ``ref``'s ledger (its lists well-typed first)."""

@@ -1,0 +1,183 @@
+"""A blocked agent, said once on the ticket; its end, said in the same comment.
+
+Each round asks every active session's agent what it is doing (the ``agent`` port).
+When it waits on a dialog — a permission prompt, a question, its trust, API-key or
+bypass dialogs, a notice, a usage limit — one marked comment says what it waits for
+(the dialog's text quoted as untrusted data) and how to answer; the episode is kept in
+the item's ledger (``blocked``: on what, since when, the notice's id), so a second round,
+a second reader or a restarted poller never says it twice. When the block ends, the
+notice is edited to say how: answered here (``allow``/``deny``), in the pane, or the
+agent exited. With ``trustCheckouts`` the folder-trust dialog is answered, not said.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from the_loop.agent.state import BLOCKED, EXITED, AgentState
+from the_loop.errors import TheLoopError
+from the_loop.intake.delivery import quoted, visible_text
+from the_loop.intake.events import AGENT_COMMENT_MARKER
+from the_loop.intake.ports import LiveSession
+from the_loop.portable.poll import Ledger
+
+if TYPE_CHECKING:
+    from the_loop.intake.intake import Intake
+
+#: The ledger key of the open blocked episode.
+BLOCKED_KEY = "blocked"
+_HOW_TO = {
+    "permission": (
+        "An authorized user answers with a comment `{prefix} allow` (run it once) or "
+        "`{prefix} deny`; anyone at the machine can answer in the pane "
+        "(`the-loop sessions attach`). Other comments wait until it is answered."
+    ),
+    "trust": (
+        "Answer it in the pane (`the-loop sessions attach`), or let the-loop answer it for "
+        "the checkouts it makes: `routing.harnesses.claude.trustCheckouts: true`."
+    ),
+}
+_HOW_TO_OTHER = (
+    "Answer it in the pane (`the-loop sessions attach`); `the-loop doctor` says how to "
+    "settle the first-run dialogs once for every session. Comments wait until then."
+)
+
+
+def attend(session: LiveSession, intake: Intake) -> AgentState | None:
+    """Ask the agent what it does; say a new block once, and the end of one; answer the
+    trust dialog when the settings say so. The state, for the delivery that follows."""
+    ports = intake.ports
+    if ports.agent is None:
+        return None
+    state = ports.agent(session)
+    episode = _episode(intake, session)
+    if state is not None and state.state == BLOCKED:
+        if _answer_trust(session, state, intake):
+            return state
+        if episode is not None and episode.get("on") == state.blocked_on:
+            return state  # the same block: said already
+        if episode is not None:
+            _end(session, intake, episode, "the agent went on to another dialog")
+        _begin(session, intake, state)
+    elif episode is not None:
+        exited = state is None or state.state == EXITED
+        how = str(episode.get("answered") or "")
+        how = how or ("the agent exited" if exited else "it was answered in the pane")
+        _end(session, intake, episode, how)
+    return state
+
+
+def answered(intake: Intake, session: LiveSession, how: str) -> None:
+    """Remember that the open episode was answered here (``how``), for its end's note."""
+
+    def change(ledger: Ledger) -> None:
+        episode = ledger.get(BLOCKED_KEY)
+        if isinstance(episode, dict):
+            episode["answered"] = how
+
+    intake.ports.ledger.change(session.ref, change)
+
+
+def open_episode(intake: Intake, session: LiveSession) -> dict[str, Any] | None:
+    """The open blocked episode of ``session``'s item (None when it is not blocked)."""
+    return _episode(intake, session)
+
+
+def _episode(intake: Intake, session: LiveSession) -> dict[str, Any] | None:
+    value = intake.ports.ledger.value(session.ref, BLOCKED_KEY)
+    return dict(value) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _answer_trust(session: LiveSession, state: AgentState, intake: Intake) -> bool:
+    ports = intake.ports
+    if state.blocked_on != "trust" or not intake.settings.trust_checkouts or not state.dialog:
+        return False
+    if ports.answer is None:
+        return False
+    try:
+        ports.answer(session.tmux_target, state.dialog, "yes")
+    except TheLoopError as error:
+        ports.warn(f"{session.ref.ref}: could not answer the folder-trust dialog: {error}")
+        return False
+    ports.emit("session.trust_answered", work_item=session.ref.ref, dialog=state.dialog)
+    return True
+
+
+def _begin(session: LiveSession, intake: Intake, state: AgentState) -> None:
+    ports, ref = intake.ports, session.ref
+    prefix = intake.settings.policy.grammar.prefix
+    how = _HOW_TO.get(state.blocked_on, _HOW_TO_OTHER).format(prefix=prefix)
+    shown, _ = visible_text(state.prompt)
+    body = "\n".join(
+        [
+            AGENT_COMMENT_MARKER,
+            f"the-loop: the agent is blocked on a {_NAMES.get(state.blocked_on, 'dialog')} "
+            "and waits for a person. What it shows (the agent's words, untrusted):",
+            "",
+            *quoted(shown[:1500]),
+            "",
+            how,
+        ]
+    )
+    posted, comment = _post(intake, session, body)
+    if not posted:
+        return  # said next round
+    record: dict[str, Any] = {"on": state.blocked_on, "since": state.since, "at": ports.clock()}
+    record["comment"] = comment if comment is not None else 0
+    record["dialog"] = state.dialog
+
+    def change(ledger: Ledger) -> None:
+        ledger[BLOCKED_KEY] = record
+
+    ports.ledger.change(ref, change)
+    ports.emit(
+        "session.blocked",
+        "warning",
+        work_item=ref.ref,
+        blocked_on=state.blocked_on,
+        prompt=state.prompt[:500],
+        comment_id=comment,
+    )
+
+
+def _end(session: LiveSession, intake: Intake, episode: dict[str, Any], how: str) -> None:
+    ports, ref = intake.ports, session.ref
+
+    def change(ledger: Ledger) -> None:
+        ledger.pop(BLOCKED_KEY, None)
+
+    ports.ledger.change(ref, change)
+    comment = episode.get("comment")
+    if isinstance(comment, int) and comment > 0 and ports.edit_comment is not None:
+        on = _NAMES.get(str(episode.get("on")), "dialog")
+        body = f"{AGENT_COMMENT_MARKER}\nthe-loop: the agent was blocked on a {on}; {how}."
+        try:
+            ports.edit_comment(ref, comment, body)
+        except TheLoopError as error:
+            ports.warn(f"{ref.ref}: could not edit the blocked notice {comment}: {error}")
+    ports.emit("session.unblocked", work_item=ref.ref, blocked_on=episode.get("on"), how=how)
+
+
+def _post(intake: Intake, session: LiveSession, body: str) -> tuple[bool, int | None]:
+    """Post ``body``: whether GitHub took it, and the new comment's id when it said."""
+    ports = intake.ports
+    try:
+        posted = ports.github.post_comment(session.ref, body)
+    except TheLoopError as error:
+        ports.warn(f"{session.ref.ref}: could not say the agent is blocked: {error}")
+        return False, None
+    if posted is not None:
+        ports.posted.remember_posted(posted)
+    return True, posted
+
+
+_NAMES = {
+    "trust": "folder-trust dialog",
+    "api-key": "API-key approval dialog",
+    "permission": "permission prompt",
+    "question": "question",
+    "bypass-warning": "bypass-permissions warning",
+    "notice": "notice",
+    "limit": "usage limit",
+    "unknown": "dialog",
+}
