@@ -27,6 +27,8 @@ STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
 TAKES_A_PASTE = frozenset((IDLE, WORKING))
 #: A pane with no hooks that has not changed for this long is at its prompt.
 QUIET_SECONDS = 5.0
+#: The screen pattern of the permission prompt a ``PermissionRequest`` hook announces.
+PERMISSION_DIALOG = "claude-permission"
 #: How long after a hook said a dialog the screen must show it (else it was answered).
 DRAWN_SECONDS = 3.0
 #: How much of the end of a hook log is read: the latest events are all a state needs.
@@ -179,7 +181,8 @@ def _from_hooks(events: Sequence[dict[str, Any]]) -> AgentState:
         if _state_after(earlier)[:2] != (state, blocked_on):
             break
         since = _time(earlier)
-    return AgentState(state, since=since, blocked_on=blocked_on, prompt=prompt)
+    dialog = PERMISSION_DIALOG if blocked_on == "permission" else ""
+    return AgentState(state, since=since, blocked_on=blocked_on, prompt=prompt, dialog=dialog)
 
 
 def _state_after(event: dict[str, Any]) -> tuple[str, str, str]:
