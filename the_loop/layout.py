@@ -234,6 +234,14 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "tmux targets, checkouts and harness ids only make sense on this machine",
     ),
     GeneratedPath(
+        "agent hook log",
+        "local/agents/<slug>.jsonl",
+        False,
+        "what the agent's hooks saw, one line each (event, tool, detail, notices, the start of "
+        "each prompt), appended by the hook entry",
+        "what an agent on this machine is doing: read from its end to tell idle from blocked",
+    ),
+    GeneratedPath(
         "ETag cache",
         "local/poll-etags.json",
         False,
