@@ -37,6 +37,7 @@ PROG = "the-loop"
 #: The commands, in help order, and the module that builds each one's parser.
 COMMAND_MODULES = {
     "init": "the_loop.commands.init",
+    "doctor": "the_loop.commands.doctor",
     "sessions": "the_loop.commands.sessions",
     "events": "the_loop.commands.events",
     "state": "the_loop.commands.state",

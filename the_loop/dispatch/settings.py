@@ -30,7 +30,7 @@ AGENT_ENV_NAMES = frozenset(
         *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
         *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"),
         *("http_proxy", "https_proxy", "no_proxy", "all_proxy"),
-        *("MCP_TIMEOUT", "BASH_DEFAULT_TIMEOUT_MS", "USE_BUILTIN_RIPGREP"),
+        *("MCP_TIMEOUT", "BASH_DEFAULT_TIMEOUT_MS", "USE_BUILTIN_RIPGREP", "IS_SANDBOX"),
     )
 )
 #: Prefixes of the variables an agent's session carries: locale, XDG, git, and the
