@@ -11,10 +11,12 @@ from tests.helpers.polling import BASE, comment
 from the_loop.intake.comments import CommentPolicy
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.first_sight import OwedCommand, first_sight
-from the_loop.intake.keywords import VERBS
+from the_loop.intake.keywords import ANSWERS, VERBS
 from the_loop.intake.people import AuthorizedUsers
 
 POLICY = CommentPolicy(AuthorizedUsers.of(["alice"]))
+#: The verbs of a session's life (an answer to a prompt is never owed).
+LIFE_VERBS = [verb for verb in VERBS if verb not in ANSWERS]
 
 
 def test_a_thread_without_commands_is_baselined_whole_in_thread_order() -> None:
@@ -89,7 +91,7 @@ def test_strangers_ambiguous_comments_and_the_loops_own_words_are_never_owed() -
 
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["alice", "mallory"]), st.sampled_from([*VERBS, "note"])),
+        st.tuples(st.sampled_from(["alice", "mallory"]), st.sampled_from([*LIFE_VERBS, "note"])),
         max_size=12,
     )
 )
@@ -108,3 +110,14 @@ def test_every_comment_is_either_baselined_or_owed_and_the_owed_ones_end_where_t
     assert (owed[-1] if owed else None) == (authorized[-1].id if authorized else None)
     lives = [c.id for c in authorized if c.body.split()[1] not in ("pause", "resume")]
     assert len(owed) <= 2 and (not lives or owed[0] == lives[-1])
+
+
+def test_an_allow_or_deny_in_history_is_never_owed_and_never_hides_the_start_before_it() -> None:
+    thread = [
+        comment(1, body="the-loop start", minute=1),
+        comment(2, body="the-loop allow", minute=2),
+        comment(3, body="the-loop deny", minute=3),
+    ]
+    sight = first_sight(thread, POLICY, control_requested_at=None)
+    assert sight.commands == (OwedCommand(thread[0], "start"),)
+    assert sight.baseline_ids == (2, 3)
