@@ -373,4 +373,3 @@ def test_a_blocked_agent_is_said_once_and_only_an_authorized_allow_answers_it(
     world.feed()
     [unblocked] = world.events_named("session.unblocked")
     assert unblocked["how"] == "allowed here by @alice"
-
