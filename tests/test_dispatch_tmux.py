@@ -353,13 +353,20 @@ def test_an_agent_gets_the_spawning_environment_not_the_servers_leftovers(
     )
     later = {"HOME": str(tmp_path), "PATH": os.environ["PATH"], "ANTHROPIC_BASE_URL": "http://x"}
     env = agent_environment(
-        {**later, "OTHER": "not carried", "GITHUB_TOKEN": "t"}, withheld=("GITHUB_TOKEN",)
+        {**later, "OTHER": "carried", "GITHUB_TOKEN": "t", "TMUX": "x"}, withheld=("GITHUB_TOKEN",)
     )
-    assert env == later
+    assert env == {**later, "OTHER": "carried"}
     out = tmp_path / "env.txt"
     tmux.spawn("loop-later", tmp_path, ["bash", "-c", f'env > "{out}"; sleep 600'], env)
     assert wait_until(lambda: out.exists() and "HOME=" in out.read_text())
     seen = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     assert seen["HOME"] == str(tmp_path) and seen["ANTHROPIC_BASE_URL"] == "http://x"
     assert "LEFTOVER_SECRET" not in seen and "ANTHROPIC_API_KEY" not in seen
-    assert "OTHER" not in seen and "GITHUB_TOKEN" not in seen
+    assert seen["OTHER"] == "carried" and "GITHUB_TOKEN" not in seen
+
+
+def test_an_environment_too_big_for_tmux_keeps_what_the_agent_needs() -> None:
+    big = {f"BULK_{n}": "x" * 200 for n in range(100)}
+    needed = {"HOME": "/h", "PATH": "/bin", "ANTHROPIC_BASE_URL": "http://x", "MINE": "y"}
+    env = agent_environment({**big, **needed}, passed=("MINE",), withheld=("GITHUB_TOKEN",))
+    assert env == needed

@@ -419,11 +419,12 @@ def test_what_fix_cannot_fix_it_says_and_the_exit_stays_1(
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="Claude Code refuses bypass mode only to root")
-def test_bypass_mode_as_root_without_a_sandbox_variable_the_agent_gets_fails(
+def test_bypass_mode_as_root_without_a_sandbox_variable_fails(
     tmp_path: Path, machine: Path, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.setenv("IS_SANDBOX", "1")  # set, but the agent does not get it: no passEnv
+    monkeypatch.delenv("IS_SANDBOX", raising=False)
+    monkeypatch.delenv("CLAUDE_CODE_BUBBLEWRAP", raising=False)
     world = doctor_world(tmp_path, github, args=list(BYPASS))
     code, out, _ = world.run_cli(["doctor", "--fix"])
     assert code == 1

@@ -19,9 +19,16 @@ if TYPE_CHECKING:
 #: receiver's secret. An agent is one prompt injection away from any stranger's words.
 AGENT_SECRET_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "THE_LOOP_GH_WEBHOOK_SECRET")
 TOKEN_ENV_KEY = "integrations.github.tokenEnv"
-#: The variables of the spawning process an agent's session carries (``new-session -e``),
-#: whatever the tmux server was started with: who and where it is, how it reaches hosts
-#: and keys (git pushes over ssh and proxies), and what the harnesses read.
+#: The variables tmux sets in every pane itself: never carried from the spawning process.
+TMUX_OWN_VARIABLES = frozenset(
+    ("TERM", "TMUX", "TMUX_PANE", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "COLUMNS", "LINES")
+)
+#: The most bytes of ``-e NAME=value`` an agent's session is started with: tmux refuses a
+#: command of more than about 16 KB.
+AGENT_ENV_BUDGET = 12_000
+#: The variables an agent's session carries even when the spawning process's whole
+#: environment is too big for tmux's command line: who and where it is, how it reaches
+#: hosts and keys (git pushes over ssh and proxies), and what the harnesses read.
 AGENT_ENV_NAMES = frozenset(
     (
         *("HOME", "PATH", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR"),
@@ -45,16 +52,22 @@ def agent_environment(
     environ: Mapping[str, str], *, passed: Iterable[str] = (), withheld: Iterable[str] = ()
 ) -> dict[str, str]:
     """What an agent's session is started with, from the spawning process's ``environ``:
-    the names and prefixes above and ``passed`` (``passEnv``), never ``withheld``."""
-    never = frozenset(withheld)
+    all of it but ``withheld`` (the-loop's secrets) and what tmux sets in a pane itself.
+    When that would not fit tmux's command line (:data:`AGENT_ENV_BUDGET`), only the names
+    and prefixes above and ``passed`` (``passEnv``)."""
+    never = frozenset(withheld) | TMUX_OWN_VARIABLES
+    carried = {
+        name: value
+        for name, value in sorted(environ.items())
+        if name and "=" not in name and name not in never
+    }
+    if sum(len(name) + len(value) + 8 for name, value in carried.items()) <= AGENT_ENV_BUDGET:
+        return carried
     extra = frozenset(passed)
     return {
         name: value
-        for name, value in sorted(environ.items())
-        if name not in never
-        and "=" not in name
-        and name
-        and (name in AGENT_ENV_NAMES or name in extra or name.startswith(AGENT_ENV_PREFIXES))
+        for name, value in carried.items()
+        if name in AGENT_ENV_NAMES or name in extra or name.startswith(AGENT_ENV_PREFIXES)
     }
 
 

@@ -33,7 +33,11 @@ from the_loop.dispatch.process import (
     run,
     trim,
 )
-from the_loop.dispatch.settings import AGENT_SECRET_VARIABLES, AgentEnvironment
+from the_loop.dispatch.settings import (
+    AGENT_SECRET_VARIABLES,
+    TMUX_OWN_VARIABLES,
+    AgentEnvironment,
+)
 
 if TYPE_CHECKING:
     import subprocess
@@ -75,10 +79,6 @@ RUNNING_HINT = "it may be another start's session; see `the-loop sessions list`"
 _PANE_DEAD = "the-loop:pane-dead"
 #: A word a delivery's command list names unquoted (a buffer, a pane option, its value).
 _TMUX_WORD = re.compile(r"[@A-Za-z0-9._~-]{1,200}")
-
-
-#: The variables tmux sets in every pane itself.
-_TMUX_OWN = frozenset(("TERM", "TMUX", "TMUX_PANE", "TERM_PROGRAM", "TERM_PROGRAM_VERSION"))
 
 
 class PaneDead(DispatchError):
@@ -527,7 +527,7 @@ class TmuxRunner:
         names: list[str] = []
         for line in shown.stdout.splitlines():
             variable = line.removeprefix("-").partition("=")[0]
-            if variable and variable not in env and variable not in _TMUX_OWN:
+            if variable and variable not in env and variable not in TMUX_OWN_VARIABLES:
                 names.append(variable)
         return names
 
