@@ -231,3 +231,16 @@ def test_a_layer_column_is_read_when_the_table_has_one() -> None:
     assert [(r.entries, r.may_import) for r in layered] == [
         (r.entries, r.may_import) for r in plain
     ]
+
+
+def test_the_intake_reads_top_down_no_helper_names_intake_py() -> None:
+    """Issue 27: ``intake.py`` calls its helpers; they see the intake and a round through
+    ``context.py``'s views, never by importing ``intake.py`` (not even for a type)."""
+    room = PACKAGE / "intake"
+    naming = sorted(
+        path.name
+        for path in room.glob("*.py")
+        if path.name not in ("intake.py", "__init__.py")
+        and "the_loop.intake.intake" in path.read_text(encoding="utf-8")
+    )
+    assert naming == []

@@ -22,7 +22,7 @@ from the_loop.portable.poll import DELIVERIES, Ledger
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Intake
+    from the_loop.intake.context import IntakeView
 
 Row = dict[str, Any]
 ACKED = "acked"
@@ -71,7 +71,7 @@ def owed(row: Row, now: float) -> bool:
     )
 
 
-def acknowledge_delivered(owner: WorkItemRef, intake: Intake) -> None:
+def acknowledge_delivered(owner: WorkItemRef, intake: IntakeView) -> None:
     """One 👀 for each of ``owner``'s delivered rows that owes one; a refusal is a warning
     (the deliveries stand), a stop asked for ends it before the next reaction."""
     ports = intake.ports
@@ -89,7 +89,7 @@ def acknowledge_delivered(owner: WorkItemRef, intake: Intake) -> None:
 
 
 def _react(
-    intake: Intake, owner: WorkItemRef, key: str, reaction: Reaction, acknowledge: Acknowledge
+    intake: IntakeView, owner: WorkItemRef, key: str, reaction: Reaction, acknowledge: Acknowledge
 ) -> None:
     """One reaction; then ``acked`` and its event, or a counted refusal and a warning."""
     ports = intake.ports
@@ -127,7 +127,7 @@ def _react(
     )
 
 
-def _note_failure(intake: Intake, owner: WorkItemRef, key: str) -> int:
+def _note_failure(intake: IntakeView, owner: WorkItemRef, key: str) -> int:
     """Count one more refusal on ``key``'s row; the count now."""
     counted: list[int] = []
 

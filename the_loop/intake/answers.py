@@ -19,14 +19,14 @@ from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment
 from the_loop.intake.ports import Action, LiveSession
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Intake
+    from the_loop.intake.context import IntakeView
 
 _OPTION = {"allow": "yes", "deny": "no"}
 _DONE = {"allow": "allowed", "deny": "denied"}
 
 
 def answer_prompt(
-    intake: Intake, session: LiveSession | None, comment: IssueComment, verb: str
+    intake: IntakeView, session: LiveSession | None, comment: IssueComment, verb: str
 ) -> str:
     """Answer the open permission prompt of ``session`` with ``verb``; the outcome word
     (``allowed``, ``denied``, ``nothing to answer``, ``failed``), also emitted and said."""
@@ -80,7 +80,7 @@ def answer_prompt(
     return outcome
 
 
-def _say(intake: Intake, comment: IssueComment, line: str) -> None:
+def _say(intake: IntakeView, comment: IssueComment, line: str) -> None:
     ports = intake.ports
     try:
         posted = ports.github.post_comment(comment.work_item, f"{AGENT_COMMENT_MARKER}\n{line}")

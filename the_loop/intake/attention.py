@@ -22,7 +22,7 @@ from the_loop.intake.ports import LiveSession
 from the_loop.portable.poll import Ledger
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Intake
+    from the_loop.intake.context import IntakeView
 
 #: The ledger key of the open blocked episode.
 BLOCKED_KEY = "blocked"
@@ -43,7 +43,7 @@ _HOW_TO_OTHER = (
 )
 
 
-def attend(session: LiveSession, intake: Intake) -> AgentState | None:
+def attend(session: LiveSession, intake: IntakeView) -> AgentState | None:
     """Ask the agent what it does; say a new block once, and the end of one; answer the
     trust dialog when the settings say so. The state, for the delivery that follows."""
     ports = intake.ports
@@ -67,7 +67,7 @@ def attend(session: LiveSession, intake: Intake) -> AgentState | None:
     return state
 
 
-def answered(intake: Intake, session: LiveSession, how: str) -> None:
+def answered(intake: IntakeView, session: LiveSession, how: str) -> None:
     """Remember that the open episode was answered here (``how``), for its end's note."""
 
     def change(ledger: Ledger) -> None:
@@ -78,17 +78,17 @@ def answered(intake: Intake, session: LiveSession, how: str) -> None:
     intake.ports.ledger.change(session.ref, change)
 
 
-def open_episode(intake: Intake, session: LiveSession) -> dict[str, Any] | None:
+def open_episode(intake: IntakeView, session: LiveSession) -> dict[str, Any] | None:
     """The open blocked episode of ``session``'s item (None when it is not blocked)."""
     return _episode(intake, session)
 
 
-def _episode(intake: Intake, session: LiveSession) -> dict[str, Any] | None:
+def _episode(intake: IntakeView, session: LiveSession) -> dict[str, Any] | None:
     value = intake.ports.ledger.value(session.ref, BLOCKED_KEY)
     return dict(value) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownArgumentType]
 
 
-def _answer_trust(session: LiveSession, state: AgentState, intake: Intake) -> bool:
+def _answer_trust(session: LiveSession, state: AgentState, intake: IntakeView) -> bool:
     ports = intake.ports
     if state.blocked_on != "trust" or not intake.settings.trust_checkouts or not state.dialog:
         return False
@@ -103,7 +103,7 @@ def _answer_trust(session: LiveSession, state: AgentState, intake: Intake) -> bo
     return True
 
 
-def _begin(session: LiveSession, intake: Intake, state: AgentState) -> None:
+def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
     ports, ref = intake.ports, session.ref
     prefix = intake.settings.policy.grammar.prefix
     how = _HOW_TO.get(state.blocked_on, _HOW_TO_OTHER).format(prefix=prefix)
@@ -140,7 +140,7 @@ def _begin(session: LiveSession, intake: Intake, state: AgentState) -> None:
     )
 
 
-def _end(session: LiveSession, intake: Intake, episode: dict[str, Any], how: str) -> None:
+def _end(session: LiveSession, intake: IntakeView, episode: dict[str, Any], how: str) -> None:
     ports, ref = intake.ports, session.ref
 
     def change(ledger: Ledger) -> None:
@@ -158,7 +158,7 @@ def _end(session: LiveSession, intake: Intake, episode: dict[str, Any], how: str
     ports.emit("session.unblocked", work_item=ref.ref, blocked_on=episode.get("on"), how=how)
 
 
-def _post(intake: Intake, session: LiveSession, body: str) -> tuple[bool, int | None]:
+def _post(intake: IntakeView, session: LiveSession, body: str) -> tuple[bool, int | None]:
     """Post ``body``: whether GitHub took it, and the new comment's id when it said."""
     ports = intake.ports
     try:

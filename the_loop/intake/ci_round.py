@@ -35,7 +35,7 @@ from the_loop.intake.ports import Action
 from the_loop.portable.poll import Ledger
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Round
+    from the_loop.intake.context import RoundView
 
 #: The key of a pull request's poll ledger that holds its CI count and escalation.
 CI = "ci"
@@ -51,7 +51,7 @@ def escalation_tag(head: HeadChecks, sha: str) -> str:
     return f"<!-- the-loop:ci-escalation {head.pull_request.ref} {sha} -->"
 
 
-def take_checks(round_: Round, heads: Sequence[HeadChecks], details: Details) -> None:
+def take_checks(round_: RoundView, heads: Sequence[HeadChecks], details: Details) -> None:
     """Each head read anew, in order: counted, then its failures pasted or recorded, and
     the escalation when the head reaches the budget."""
     for head in heads:
@@ -63,7 +63,7 @@ def take_checks(round_: Round, heads: Sequence[HeadChecks], details: Details) ->
 class _Head:
     """One head's handling, with the round's collaborators."""
 
-    def __init__(self, round_: Round, head: HeadChecks, details: Details) -> None:
+    def __init__(self, round_: RoundView, head: HeadChecks, details: Details) -> None:
         self.round, self.head, self.details = round_, head, details
         self.intake = round_.intake
         self.ports = round_.intake.ports

@@ -47,7 +47,7 @@ from the_loop.portable.store import CONTROL
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Round
+    from the_loop.intake.context import RoundView
 
 #: The control section's key naming the machine that holds the item (a loser's record).
 HELD_BY = "heldBy"
@@ -59,7 +59,7 @@ GONE_AFTER_SECONDS = 600.0
 class Claiming:
     """The claims of one repository's round."""
 
-    def __init__(self, round_: Round, ports: ClaimPorts) -> None:
+    def __init__(self, round_: RoundView, ports: ClaimPorts) -> None:
         self.round = round_
         self.ports = ports
         #: The claims (and notices) read among this round's comments, by item, start and

@@ -31,14 +31,14 @@ from the_loop.portable.store import POLL
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Intake
+    from the_loop.intake.context import IntakeView
 
 #: The ledger key beside the closure state that says why an item is gone.
 GONE_WHY = "goneWhy"
 
 
 def close_finished(
-    sessions: Mapping[WorkItemRef, LiveSession], knowledge: ItemKnowledge, intake: Intake
+    sessions: Mapping[WorkItemRef, LiveSession], knowledge: ItemKnowledge, intake: IntakeView
 ) -> None:
     """Each live session's linked PRs, then its item; then every item GitHub said is open.
     A failure is reported for its item and the others still run."""
@@ -59,7 +59,7 @@ def close_finished(
             _clear_reopened(ref, intake)
 
 
-def _close_work_item(issue: Issue, intake: Intake) -> None:
+def _close_work_item(issue: Issue, intake: IntakeView) -> None:
     item = ItemState(issue.is_open, issue.merged, issue.closed_by, issue.gone)
     known = KnownState(Role.WORK_ITEM, live=True)
     decision = decide_closure(item, known, authorized=intake.settings.policy.authorized)
@@ -70,7 +70,7 @@ def _close_work_item(issue: Issue, intake: Intake) -> None:
             _close_session(issue, decision, intake)
 
 
-def _close_session(issue: Issue, decision: ClosureDecision, intake: Intake) -> None:
+def _close_session(issue: Issue, decision: ClosureDecision, intake: IntakeView) -> None:
     """The one close path for a live session whose item closed, merged or went."""
     ports, ref = intake.ports, issue.ref
     ports.ledger.change(ref, lambda entry: _record_state(entry, decision.state, issue.gone))
@@ -95,7 +95,7 @@ def _close_session(issue: Issue, decision: ClosureDecision, intake: Intake) -> N
     )
 
 
-def _clear_reopened(ref: WorkItemRef, intake: Intake) -> None:
+def _clear_reopened(ref: WorkItemRef, intake: IntakeView) -> None:
     """A work item seen open whose ledger still says closed or merged: the state goes."""
     ports = intake.ports
     ledger = ports.ledger.store.section(ref, POLL)
@@ -120,7 +120,7 @@ def _clear_reopened(ref: WorkItemRef, intake: Intake) -> None:
 
 
 def _close_linked(
-    owner: WorkItemRef, pr: WorkItemRef, knowledge: ItemKnowledge, intake: Intake
+    owner: WorkItemRef, pr: WorkItemRef, knowledge: ItemKnowledge, intake: IntakeView
 ) -> None:
     """A linked PR merged or closed ends only its endpoint and its state goes in the
     ledger; reopened, the state is cleared. Looked up only while its state is unknown;
@@ -163,7 +163,7 @@ def _close_linked(
 
 
 def _emit_gone(
-    intake: Intake,
+    intake: IntakeView,
     owner: WorkItemRef,
     pr: WorkItemRef | None,
     decision: ClosureDecision,

@@ -33,7 +33,7 @@ from the_loop.portable.poll import DELIVERIES, Ledger, PollState
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Intake
+    from the_loop.intake.context import IntakeView
 
 Row = dict[str, Any]
 #: The key of a paste that is not one comment: a kind, a dash, then safe characters.
@@ -92,7 +92,7 @@ def _rows(stored: Ledger) -> list[Row]:
     return [dict(r) for r in rows if isinstance(r, dict)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
 
 
-def drain(session: LiveSession, intake: Intake) -> None:
+def drain(session: LiveSession, intake: IntakeView) -> None:
     """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in
     order while the agent takes a paste; then acknowledge on GitHub what was delivered and
     not yet acknowledged."""
@@ -106,7 +106,7 @@ def drain(session: LiveSession, intake: Intake) -> None:
 class _Pane:
     """One session's pane and its ledger, drained with the intake's collaborators."""
 
-    def __init__(self, session: LiveSession, intake: Intake) -> None:
+    def __init__(self, session: LiveSession, intake: IntakeView) -> None:
         self.session, self.intake = session, intake
         self.ref, self.target = session.ref, session.tmux_target
         self.ports, self.settings = intake.ports, intake.settings

@@ -14,10 +14,10 @@ from the_loop.intake.pulls import PullRequest, owners_of
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Round
+    from the_loop.intake.context import RoundView
 
 
-def link_pulls(round_: Round, pulls: Sequence[PullRequest]) -> list[WorkItemRef]:
+def link_pulls(round_: RoundView, pulls: Sequence[PullRequest]) -> list[WorkItemRef]:
     """Link what is not linked yet; the round then sees its sessions (and the numbers it
     keeps) as the links left them. The pull requests it linked, in order."""
     intake = round_.intake
@@ -43,7 +43,7 @@ def link_pulls(round_: Round, pulls: Sequence[PullRequest]) -> list[WorkItemRef]
     return done
 
 
-def _linked(round_: Round, owner: WorkItemRef, pr: PullRequest, how: str) -> None:
+def _linked(round_: RoundView, owner: WorkItemRef, pr: PullRequest, how: str) -> None:
     action = Action("linked", owner.ref, pr.author, reason=how, pull_request=pr.ref.ref)
     round_.intake.counts.actions.append(action)
     round_.intake.counts.linked += 1

@@ -11,16 +11,16 @@ from the_loop.intake.events import IssueComment
 from the_loop.intake.ports import Action
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Intake
+    from the_loop.intake.context import IntakeView
 
 
-def asked_verb(intake: Intake, comment: IssueComment) -> str:
+def asked_verb(intake: IntakeView, comment: IssueComment) -> str:
     """The one verb a refused comment asked for (``""``: none, or more than one)."""
     scan = intake.settings.policy.grammar.scan(comment.body)
     return scan.verb or "" if scan.is_keyword and not scan.ambiguous else ""
 
 
-def refused_at_first_sight(intake: Intake, comment: IssueComment, verb: str) -> None:
+def refused_at_first_sight(intake: IntakeView, comment: IssueComment, verb: str) -> None:
     """A stranger's command new this round (in the reader's window) on an item met
     for the first time: refused like any other, with its event and its action."""
     ref = comment.work_item.ref
@@ -35,7 +35,7 @@ def refused_at_first_sight(intake: Intake, comment: IssueComment, verb: str) -> 
     )
 
 
-def refused(intake: Intake, comment: IssueComment, permission: str, **detail: str) -> None:
+def refused(intake: IntakeView, comment: IssueComment, permission: str, **detail: str) -> None:
     reason = "permission-unknown" if permission == "unknown" else f"permission-{permission}"
     verb = asked_verb(intake, comment)
     refusal = Action("refused", comment.work_item.ref, comment.login, verb, comment.id)
@@ -52,7 +52,7 @@ def refused(intake: Intake, comment: IssueComment, permission: str, **detail: st
 
 
 def log_refusal(
-    intake: Intake, decision: CommentDecision, comment: IssueComment, *, live: bool
+    intake: IntakeView, decision: CommentDecision, comment: IssueComment, *, live: bool
 ) -> None:
     """A refusal the operator reads of: an event (a keyword's) and an action (a
     stranger's comment not delivered only while a session would have taken it)."""

@@ -25,10 +25,10 @@ from the_loop.intake.reviews import Review, ReviewComment, review_paste
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
-    from the_loop.intake.intake import Round
+    from the_loop.intake.context import RoundView
 
 
-def pull_request_owners(round_: Round) -> dict[WorkItemRef, WorkItemRef]:
+def pull_request_owners(round_: RoundView) -> dict[WorkItemRef, WorkItemRef]:
     """Each pull request a live session takes reviews for, and that session's work item."""
     owners: dict[WorkItemRef, WorkItemRef] = {}
     for ref, session in round_.sessions.items():
@@ -39,7 +39,7 @@ def pull_request_owners(round_: Round) -> dict[WorkItemRef, WorkItemRef]:
 
 
 def take_reviews(
-    round_: Round,
+    round_: RoundView,
     reviews: Sequence[Review],
     comments: Sequence[ReviewComment],
     *,
@@ -66,7 +66,7 @@ def take_reviews(
 
 
 def _take(
-    round_: Round,
+    round_: RoundView,
     review: Review,
     owner: WorkItemRef,
     inline: list[ReviewComment],
@@ -102,7 +102,7 @@ def _take(
 
 
 def _keyword(
-    round_: Round, review: Review, owner: WorkItemRef, verb: str | None, permitted: bool
+    round_: RoundView, review: Review, owner: WorkItemRef, verb: str | None, permitted: bool
 ) -> None:
     """A keyword review body commands the owner as a comment would (at most once)."""
     intake = round_.intake
@@ -127,7 +127,7 @@ def _keyword(
         round_.command(as_comment, verb, key=review.key)
 
 
-def _settle(round_: Round, review: Review, owner: WorkItemRef, reason: str) -> None:
+def _settle(round_: RoundView, review: Review, owner: WorkItemRef, reason: str) -> None:
     ports = round_.intake.ports
     settle_pastes(ports, owner, [review.key])
     round_.intake.counts.settled += 1
