@@ -110,12 +110,10 @@ class SeamWorld(World):
         self.posted = Posted()
         self.checkpoints: list[str] = []
         self.crash_at = ""
-        agent = reading_agent(self.agent_file)
         self.configure(
             {
                 "routing": {
-                    "defaultHarness": "command",
-                    "harnesses": {"command": {"argv": agent}},
+                    **self.harness_config(tmp_path),
                     "authorizedUsers": ["alice"],
                     "workspace": {
                         "root": str(tmp_path / "workspaces"),
@@ -138,12 +136,20 @@ class SeamWorld(World):
             armed=lambda: (),
             warn=lambda _message: None,
             checkpoint=self.checkpoint,
-            clock=lambda: T0.timestamp(),
+            clock=self.clock,
         )
         settings = IntakeSettings(
             labels=("the-loop",), policy=CommentPolicy(AuthorizedUsers.of(["alice"]))
         )
         return Intake(settings, ports)
+
+    def harness_config(self, tmp_path: Path) -> dict[str, Any]:
+        del tmp_path
+        agent = reading_agent(self.agent_file)
+        return {"defaultHarness": "command", "harnesses": {"command": {"argv": agent}}}
+
+    def clock(self) -> float:
+        return T0.timestamp()
 
     def checkpoint(self, step: str) -> None:
         self.checkpoints.append(step)
@@ -373,3 +379,76 @@ def test_a_blocked_agent_is_said_once_and_only_an_authorized_allow_answers_it(
     world.feed()
     [unblocked] = world.events_named("session.unblocked")
     assert unblocked["how"] == "allowed here by @alice"
+
+
+class HookedWorld(SeamWorld):
+    """A stand-in under the ``claude`` harness's name: its pastes count only once its
+    hook log says it took them as a turn (the test writes that log, as the hooks would)."""
+
+    def __init__(self, tmp_path: Path, socket: str) -> None:
+        self.now = T0.timestamp()
+        super().__init__(tmp_path, socket)
+
+    def harness_config(self, tmp_path: Path) -> dict[str, Any]:
+        script = tmp_path / "claude-stand-in"
+        out = self.agent_file
+        script.write_text(
+            f'#!/bin/bash\nprintf "PROMPT %s\\n" "${{@: -1}}" > "{out}"\nexec cat >> "{out}"\n'
+        )
+        script.chmod(0o755)
+        return {"defaultHarness": "claude", "harnesses": {"claude": {"binary": str(script)}}}
+
+    def clock(self) -> float:
+        return self.now
+
+    def hook(self, event: str, **fields: Any) -> None:
+        log = self.layout.local_dir / "agents" / f"{self.registry.path_for(ITEM).stem}.jsonl"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as appended:
+            appended.write(json.dumps({"t": self.now, "event": event, **fields}) + "\n")
+
+    def rows(self) -> list[dict[str, Any]]:
+        return list((self.stores.store.section(ITEM, "poll") or {}).get("deliveries") or [])
+
+
+@pytest.fixture
+def hooked(tmp_path: Path, tmux_socket: str) -> Iterator[HookedWorld]:  # noqa: F811
+    yield HookedWorld(tmp_path, tmux_socket)
+
+
+def test_a_paste_counts_once_the_agent_took_it_and_a_dropped_one_is_pasted_again_once(
+    hooked: HookedWorld,
+) -> None:
+    world = hooked
+    started(world)
+    world.hook("SessionStart", source="startup")
+    intake = world.feed(comment(120, "First words.", minutes=1), comment(121, "Then.", minutes=2))
+    assert intake.counts.delivered == 0, "pasted, but the agent has not said it took it"
+    assert [(r["id"], r["state"]) for r in world.rows()] == [("120", "pasted"), ("121", "waiting")]
+    assert wait_until(lambda: "First words." in world.read())
+    assert "Then." not in world.read(), "nothing overtakes a paste awaiting the agent's word"
+    world.now += 1
+    [first] = [r for r in world.rows() if r["id"] == "120"]
+    world.hook("UserPromptSubmit", prompt=first["text"])
+    intake = world.feed()
+    assert intake.counts.delivered == 1  # 120 confirmed; 121 pasted, awaiting its word
+    assert [(r["id"], r["state"]) for r in world.rows()] == [
+        ("120", "delivered"),
+        ("121", "pasted"),
+    ]
+    world.now += 1
+    world.hook("Stop")  # the agent went idle without ever submitting 121: it was dropped
+    world.now += 5
+    assert world.feed().counts.delivered == 0, "idle only 5 s: not yet taken for dropped"
+    world.now += 10
+    world.feed()
+    [dropped] = world.events_named("poll.paste_dropped")
+    assert dropped["key"] == "121"
+    assert wait_until(lambda: world.read().count("Then.") == 2), "pasted again, once"
+    [second] = [r for r in world.rows() if r["id"] == "121"]
+    assert (second["state"], second["attempts"]) == ("pasted", 2)
+    world.now += 1
+    world.hook("UserPromptSubmit", prompt=second["text"])
+    assert world.feed().counts.delivered == 1
+    events = world.events_named("poll.comment_delivered")
+    assert [e["comment_id"] for e in events] == [120, 121]

@@ -11,12 +11,15 @@ from pathlib import Path
 
 from the_loop.agent.hooks import hook_log_path
 from the_loop.agent.screens import pattern_named
-from the_loop.agent.state import AgentState, derive, read_hook_log
+from the_loop.agent.state import AgentState, derive, read_hook_log, took_as_turn
 from the_loop.dispatch.tmux import TmuxRunner
 from the_loop.errors import TheLoopError
 from the_loop.intake.ports import LiveSession
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
+
+#: The harnesses whose agents run the-loop's hooks, and so say what they received.
+HOOKED_HARNESSES = frozenset(("claude",))
 
 
 @dataclass
@@ -55,6 +58,13 @@ class AgentWatch:
     def session_state(self, session: LiveSession) -> AgentState | None:
         """The state of ``session``'s own agent (the intake's ``agent`` port)."""
         return self.state(session.ref, session.harness, session.tmux_target)
+
+    def receipt(self, session: LiveSession, text: str, since: float) -> bool | None:
+        """Whether ``session``'s agent took ``text`` as a turn since ``since`` (None: its
+        harness runs no hooks, so it cannot say; a paste then counts when it is made)."""
+        if session.harness not in HOOKED_HARNESSES:
+            return None
+        return took_as_turn(read_hook_log(self.hook_log(session.ref)), text, since)
 
     def answer(self, target: str, dialog: str, option: str) -> None:
         """Send the keys that choose ``option`` (``yes``, ``no``) of the dialog whose

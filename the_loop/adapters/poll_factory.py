@@ -145,6 +145,7 @@ def intake_ports(
         acknowledge=acknowledge,
         agent=watch.session_state,
         answer=watch.answer,
+        receipt=watch.receipt,
         hold=partial(_hold, stores.layout.local_locks_dir / HOLDS_DIR),
     )
 

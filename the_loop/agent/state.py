@@ -213,3 +213,25 @@ def _permission_text(event: dict[str, Any]) -> str:
 def _time(event: dict[str, Any]) -> float:
     value = event.get("t")
     return float(value) if isinstance(value, int | float) else 0.0
+
+
+#: How much of a delivery's start must open a submitted prompt for it to be that delivery.
+RECEIPT_KEY_CHARS = 160
+
+
+def took_as_turn(events: Sequence[dict[str, Any]], text: str, since: float) -> bool:
+    """Whether a prompt the agent submitted at or after ``since`` (its
+    ``UserPromptSubmit`` hook) holds the start of ``text``, blanks aside."""
+    key = _blanks(text)[:RECEIPT_KEY_CHARS]
+    if not key:
+        return False
+    return any(
+        event.get("event") == "UserPromptSubmit"
+        and _time(event) >= since - 1.0
+        and key in _blanks(str(event.get("prompt", "")))
+        for event in events
+    )
+
+
+def _blanks(text: str) -> str:
+    return " ".join(text.split())

@@ -1,7 +1,8 @@
 """What the intake's helpers see of the intake and of a round: the shared types, so the
-room reads top-down. ``intake.py`` builds the intake and its rounds and calls the helpers (drain, attention, answers, closures, claims, reviews,
-CI, linking, refusals, acknowledgement); each helper names only these views, never
-``intake.py``, so no import runs back up.
+room reads top-down. ``intake.py`` builds the intake and its rounds and calls the helpers
+(drain, attention, answers, closures, claims, reviews, CI, linking, refusals,
+acknowledgement); each helper names only these views, never ``intake.py``, so no
+import runs back up.
 """
 
 from __future__ import annotations

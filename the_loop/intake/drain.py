@@ -5,8 +5,10 @@ list → write ``delivered``. A ``pending`` found on entry (a crash) is resolved
 the pane's mark first; then the entries go in thread order, a retry before the later
 ones. The ledger rows live in the item's ``poll`` section under ``deliveries``, in
 thread order: ``id``, ``state``, ``attempts``, ``begun`` (the number of its latest
-attempt among the pane's), the text while undelivered, ``at``; once delivered, ``acked``
-when GitHub has its 👀 (:mod:`~the_loop.intake.acknowledgement`).
+attempt among the pane's), ``tried`` (when it began), the text while undelivered,
+``at``; once delivered, ``acked`` when GitHub has its 👀
+(:mod:`~the_loop.intake.acknowledgement`). An agent that says what it received has
+its paste ``pasted`` until its ``UserPromptSubmit`` holds the text.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ Row = dict[str, Any]
 #: The key of a paste that is not one comment: a kind, a dash, then safe characters.
 _OTHER_KEY = re.compile(r"(?:review|ci)-[A-Za-z0-9._-]{1,120}")
 _DONE = (DeliveryState.DELIVERED, DeliveryState.GIVEN_UP)
+#: How long an agent sits idle after a paste without taking it before the paste counts
+#: as dropped (and is pasted again): Claude Code submits a queued paste at once.
+DROPPED_AFTER_SECONDS = 10.0
 
 
 def ledger_of(rows: list[Row]) -> DeliveryLedger:
@@ -75,6 +80,8 @@ def store_ledger(polls: PollState, ref: WorkItemRef, ledger: DeliveryLedger, now
             row = dict(rows.get(str(entry.comment_id), {"id": str(entry.comment_id)}))
             if row.get("state") != entry.state and entry.state is DeliveryState.DELIVERED:
                 row["at"] = now
+            if row.get("state") != entry.state and entry.state is DeliveryState.PENDING:
+                row["tried"] = now  # the attempt's paste comes after this, its turn too
             row["state"], row["attempts"] = str(entry.state), entry.attempts
             row["begun"] = entry.begun
             if entry.state in _DONE:
@@ -121,7 +128,9 @@ class _Pane:
             return
         if ledger.pending:
             mark = self.ports.pane_mark(self.target)
-            self._settle(ledger, ledger.resolve(mark, max_retries=self._retries))
+            ledger = self._settle(ledger, ledger.resolve(mark, max_retries=self._retries))
+        if ledger.pasted and not self._confirm(ledger, self.polls.deliveries(self.ref)):
+            return  # the agent has not said yet: nothing later overtakes it
         attempted: set[DeliveryKey] = set()
         while True:
             rows_now = self.polls.deliveries(self.ref)  # each attempt wrote the ledger
@@ -137,11 +146,45 @@ class _Pane:
             ledger = self._attempt(ledger, due.comment_id, _text(rows_now, due.comment_id))
             done = ledger.entry(due.comment_id)
             if done is not None and done.state is DeliveryState.DELIVERED:
-                self.intake.counts.delivered += 1
-                author = _author(rows_now, due.comment_id)
-                check = _author(rows_now, due.comment_id, "check")  # a CI paste's check name
-                action = Action("delivered", self.ref.ref, author, check, due.comment_id)
-                self.intake.counts.actions.append(action)
+                self._count_delivered(rows_now, due.comment_id)
+
+    def _count_delivered(self, rows: list[Row], key: DeliveryKey) -> None:
+        self.intake.counts.delivered += 1
+        author = _author(rows, key)
+        check = _author(rows, key, "check")  # a CI paste's check name
+        self.intake.counts.actions.append(Action("delivered", self.ref.ref, author, check, key))
+
+    def _confirming(self) -> bool:
+        """Whether this agent says what it received (its paste waits for its word)."""
+        receipt = self.ports.receipt
+        return receipt is not None and receipt(self.session, "", 0.0) is not None
+
+    def _confirm(self, ledger: DeliveryLedger, rows: list[Row]) -> bool:
+        """Settle the paste that awaits the agent's word: ``delivered`` once its
+        ``UserPromptSubmit`` holds the text; back to ``waiting`` (or given up) once the
+        agent sat idle for :data:`DROPPED_AFTER_SECONDS` after it without taking it.
+        True when nothing awaits the agent's word any more."""
+        receipt, ports = self.ports.receipt, self.ports
+        [entry] = ledger.pasted[:1]
+        key = entry.comment_id
+        row: Row = next((r for r in rows if str(r.get("id")) == str(key)), Row())
+        since = float(row.get("tried", 0) or 0)
+        took = receipt(self.session, _text(rows, key), since) if receipt is not None else None
+        if took is None or took:
+            store_ledger(self.polls, self.ref, ledger.received(key), ports.clock())
+            self._emit_delivered(key, entry.attempts)
+            self._count_delivered(rows, key)
+            return True
+        state = ports.agent(self.session) if ports.agent is not None else None
+        quiet_since = max(since, state.since if state is not None else 0.0)
+        if state is None or state.state != "idle":
+            return False
+        if ports.clock() - quiet_since < DROPPED_AFTER_SECONDS:
+            return False
+        resolution = ledger.dropped(key, max_retries=self._retries)
+        ports.emit("poll.paste_dropped", "warning", work_item=self.ref.ref, key=str(key))
+        self._settle(ledger, (resolution,))
+        return True
 
     def _agent_takes_a_paste(self) -> bool:
         """Whether the agent takes a paste now: ``idle`` or ``working`` (or a reader that
@@ -178,6 +221,11 @@ class _Pane:
         # no instant lies between them, so "after the paste" is "after the mark".
         ports.checkpoint("after-paste")
         ports.checkpoint("after-mark")
+        if self._confirming():
+            done = begun.pasted_in(comment_id)  # delivered once the agent says it took it
+            store_ledger(self.polls, ref, done, ports.clock())
+            ports.checkpoint("after-delivered")
+            return done
         done = begun.delivered(comment_id)
         store_ledger(self.polls, ref, done, ports.clock())
         self._emit_delivered(comment_id, attempt)
@@ -199,12 +247,13 @@ class _Pane:
         self, ledger: DeliveryLedger, resolutions: tuple[Resolution, ...]
     ) -> DeliveryLedger:
         """Write ``resolutions``; each give-up posts one marked comment and emits its event."""
-        settled = ledger.apply(resolutions)
+        settled = ledger.apply(resolutions, confirming=self._confirming())
         store_ledger(self.polls, self.ref, settled, self.ports.clock())
         for resolution in resolutions:
             if resolution.verdict is Verdict.GIVE_UP:
                 self._give_up_notice(resolution)
-            elif resolution.verdict is Verdict.DELIVERED:  # a crash's paste, found in the pane
+            elif resolution.verdict is Verdict.DELIVERED and not self._confirming():
+                # a crash's paste, found in the pane
                 entry = settled.entry(resolution.comment_id)
                 self._emit_delivered(
                     resolution.comment_id, entry.attempts if entry else 0, resolved="marked"

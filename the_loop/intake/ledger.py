@@ -2,7 +2,10 @@
 
 A comment's entry goes ``held``/``waiting`` → ``pending`` (written before the paste)
 → ``delivered`` (written after the paste and the pane mark), back to ``waiting``
-after a failed paste, or ``given-up`` once ``maxRetries`` attempts are spent.
+after a failed paste, or ``given-up`` once ``maxRetries`` attempts are spent. For an
+agent that says what it received (Claude Code's ``UserPromptSubmit`` hook), the paste
+leads to ``pasted`` first: ``delivered`` once the agent took the text as a turn, back
+to ``waiting`` (or ``given-up``) when it went idle without it (a paste it dropped).
 Entries keep the thread's order, and only the first one not done may begin, so a
 retried comment still goes before the later ones. Each entry also carries when its
 latest attempt began (``begun``): the order its paste could have reached the pane,
@@ -30,6 +33,7 @@ class DeliveryState(StrEnum):
     HELD = "held"  # the session is paused: waits for resume
     WAITING = "waiting"  # to be (re)tried
     PENDING = "pending"  # an attempt began: the paste may or may not have happened
+    PASTED = "pasted"  # in the pane; the agent has not yet said it took it as a turn
     DELIVERED = "delivered"
     GIVEN_UP = "given-up"
 
@@ -42,6 +46,7 @@ class Verdict(StrEnum):
 
 class Why(StrEnum):
     MARKED = "the pane carries its id"
+    DROPPED = "the agent went idle without taking the paste as a turn"
     NOT_PASTED = "neither the mark nor a later paste says it reached the pane"
     OVERWRITTEN = "a later paste replaced the mark: it may or may not have been pasted"
     RETRIES_SPENT = "every attempt is spent"
@@ -82,10 +87,15 @@ class DeliveryLedger:
         return tuple(e for e in self.entries if e.state is DeliveryState.PENDING)
 
     @property
+    def pasted(self) -> tuple[DeliveryEntry, ...]:
+        return tuple(e for e in self.entries if e.state is DeliveryState.PASTED)
+
+    @property
     def due(self) -> DeliveryEntry | None:
         """The entry to attempt next: the first in thread order still ``waiting`` or
-        ``held``; None when there is none, or while one is pending."""
-        if self.pending:
+        ``held``; None when there is none, or while one is pending or awaits the agent's
+        word (a retry of a dropped paste must still go before the later ones)."""
+        if self.pending or self.pasted:
             return None
         waiting = (DeliveryState.WAITING, DeliveryState.HELD)
         return next((e for e in self.entries if e.state in waiting), None)
@@ -128,6 +138,22 @@ class DeliveryLedger:
         """The paste and the mark are done: ``pending`` → ``delivered``."""
         return self._set(self._expect(comment_id, DeliveryState.PENDING), DeliveryState.DELIVERED)
 
+    def pasted_in(self, comment_id: DeliveryKey) -> DeliveryLedger:
+        """The paste and the mark are done, the agent's word still to come: ``pending`` →
+        ``pasted``."""
+        return self._set(self._expect(comment_id, DeliveryState.PENDING), DeliveryState.PASTED)
+
+    def received(self, comment_id: DeliveryKey) -> DeliveryLedger:
+        """The agent took the paste as a turn: ``pasted`` → ``delivered``."""
+        return self._set(self._expect(comment_id, DeliveryState.PASTED), DeliveryState.DELIVERED)
+
+    def dropped(self, comment_id: DeliveryKey, *, max_retries: int) -> Resolution:
+        """What follows a paste the agent dropped: retried while attempts are left."""
+        entry = self._expect(comment_id, DeliveryState.PASTED)
+        if entry.attempts < max_retries:
+            return Resolution(entry.comment_id, Verdict.RETRY, Why.DROPPED)
+        return Resolution(entry.comment_id, Verdict.GIVE_UP, Why.RETRIES_SPENT)
+
     def release_held(self) -> DeliveryLedger:
         """Resume: every ``held`` entry becomes ``waiting``, keeping its place."""
         return DeliveryLedger(
@@ -156,7 +182,8 @@ class DeliveryLedger:
         marked = max(
             (rank[e.comment_id] for e in order if str(e.comment_id) == pane_mark), default=-1
         )
-        delivered = [rank[e.comment_id] for e in order if e.state is DeliveryState.DELIVERED]
+        done = (DeliveryState.DELIVERED, DeliveryState.PASTED)
+        delivered = [rank[e.comment_id] for e in order if e.state in done]
         last_paste = max([marked, *delivered])
         resolutions: list[Resolution] = []
         for entry in order:
@@ -170,12 +197,21 @@ class DeliveryLedger:
                 resolutions.append(_retry_or_give_up(entry, max_retries))
         return tuple(resolutions)
 
-    def apply(self, resolutions: Iterable[Resolution]) -> DeliveryLedger:
-        """The ledger once ``resolutions`` are written (retry → waiting)."""
+    def apply(
+        self, resolutions: Iterable[Resolution], *, confirming: bool = False
+    ) -> DeliveryLedger:
+        """The ledger once ``resolutions`` are written (retry → waiting); with
+        ``confirming`` (the agent says what it received), a paste found in the pane is
+        ``pasted``, to be confirmed, not yet ``delivered``."""
         ledger = self
         for resolution in resolutions:
-            entry = ledger._expect(resolution.comment_id, DeliveryState.PENDING)
-            ledger = ledger._set(entry, _STATE_AFTER[resolution.verdict])
+            entry = ledger._expect(
+                resolution.comment_id, DeliveryState.PENDING, DeliveryState.PASTED
+            )
+            state = _STATE_AFTER[resolution.verdict]
+            if confirming and resolution.verdict is Verdict.DELIVERED:
+                state = DeliveryState.PASTED
+            ledger = ledger._set(entry, state)
         return ledger
 
     def _attempt_order(self) -> list[DeliveryEntry]:

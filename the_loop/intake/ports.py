@@ -179,6 +179,10 @@ class IntakePorts:
     #: could not say); asked before each paste, which only an agent ``idle`` or
     #: ``working`` takes (None as a port: this reader pastes without asking).
     agent: Callable[[LiveSession], AgentState | None] | None = None
+    #: ``receipt(session, text, since)``: whether the agent took ``text`` as a turn at or
+    #: after ``since`` (None: it cannot say; a paste then counts once made). None as a
+    #: port: every paste counts once made.
+    receipt: Callable[[LiveSession, str, float], bool | None] | None = None
     #: ``answer(target, dialog, option)``: choose ``option`` of the dialog on the pane
     #: (None: this reader answers no dialog).
     answer: Callable[[str, str, str], None] | None = None
