@@ -112,6 +112,10 @@ EVENT_TYPES: dict[str, str] = {
     "found by its mark in the pane, by whichever reader came next).",
     "poll.comment_held": "A comment on a paused item was held until resume (work_item, "
     "comment_id).",
+    "poll.paste_dropped": (
+        "An agent that says what it received sat idle after a paste without taking it as a "
+        "turn: the paste is tried again while attempts are left (work_item, key)."
+    ),
     "poll.comment_given_up": "A comment was given up after its attempts, with one marked notice "
     "on the ticket "
     "(work_item, comment_id, why).",
