@@ -134,6 +134,8 @@ def test_a_spawn_with_no_config_at_all_says_defaults_are_in_use_and_how_to_write
     stand_in = bin_dir / "claude"
     stand_in.write_text("#!/bin/sh\nexec sleep 600\n", encoding="utf-8")
     stand_in.chmod(0o755)
+    home = Path(os.environ["HOME"])  # the hermetic one of conftest: Claude Code set up
+    (home / ".claude.json").write_text('{"hasCompletedOnboarding": true}', encoding="utf-8")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     assert main(["sessions", "start", "--work-item", ITEM, "--no-comment"]) == 0
     err = capsys.readouterr().err

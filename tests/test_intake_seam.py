@@ -10,6 +10,7 @@ lost nor repeated by the next intake, and a closed item ends its session.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -396,6 +397,8 @@ class HookedWorld(SeamWorld):
             f'#!/bin/bash\nprintf "PROMPT %s\\n" "${{@: -1}}" > "{out}"\nexec cat >> "{out}"\n'
         )
         script.chmod(0o755)
+        home = Path(os.environ["HOME"])  # the hermetic one of conftest
+        (home / ".claude.json").write_text('{"hasCompletedOnboarding": true}', encoding="utf-8")
         return {"defaultHarness": "claude", "harnesses": {"claude": {"binary": str(script)}}}
 
     def clock(self) -> float:
@@ -452,3 +455,15 @@ def test_a_paste_counts_once_the_agent_took_it_and_a_dropped_one_is_pasted_again
     assert world.feed().counts.delivered == 1
     events = world.events_named("poll.comment_delivered")
     assert [e["comment_id"] for e in events] == [120, 121]
+
+
+def test_a_start_that_would_sit_at_a_first_run_dialog_is_refused_naming_doctor(
+    hooked: HookedWorld,
+) -> None:
+    (Path(os.environ["HOME"]) / ".claude.json").write_text("{}", encoding="utf-8")
+    start = comment(101, "the-loop start")
+    hooked.github.threads[ITEM] = [start]
+    intake = hooked.feed(start)
+    assert hooked.registry.find_by_work_item(ITEM) is None, "no agent left at a dialog"
+    [failure] = intake.counts.failed
+    assert "onboarding is not done" in failure and "the-loop doctor" in failure

@@ -182,6 +182,7 @@ class Dispatcher:
     ) -> SpawnResult:
         progress.step = "harness"
         harness_name, chosen = self._harness(harness)
+        self.refuse_unready(harness_name, chosen)
         progress.step = "tmux"
         target = self._free_tmux_target(ref)
         progress.step = "checkout"
@@ -282,6 +283,38 @@ class Dispatcher:
         log = self.hook_log(ref)
         log.parent.mkdir(parents=True, exist_ok=True)
         return hook_settings(sys.executable, log)
+
+    def refuse_unready(self, name: str, harness: Harness) -> None:
+        """Refuse to start a Claude Code agent that would sit at a first-run dialog nobody
+        answers (onboarding, the API key's approval, the bypass warning, bypass mode as
+        root): one line naming the missing piece and `the-loop doctor`."""
+        if not harness.takes_hooks:
+            return
+        from the_loop.agent.firstrun import (
+            API_KEY_VARIABLE,
+            claude_files,
+            read_answers,
+            refuses_bypass_as_root,
+            unattended_gaps,
+        )
+
+        env = self.agent_env(name)
+        args = tuple(getattr(harness, "args", ()))
+        try:
+            claude_json, settings, problem = read_answers(claude_files(env))
+        except KeyError:  # no HOME: Claude Code cannot run either
+            claude_json, settings, problem = {}, {}, "HOME is not set"
+        gaps = [problem] if problem else []
+        gaps += unattended_gaps(
+            claude_json, api_key=env.get(API_KEY_VARIABLE), args=args, settings=settings
+        )
+        if refuses_bypass_as_root(args, uid=os.getuid(), environ=env):
+            gaps.append("Claude Code refuses bypass mode as root outside a sandbox (IS_SANDBOX=1)")
+        if gaps:
+            raise TheLoopError(
+                f"the claude agent would wait at a dialog nobody answers: {'; '.join(gaps)}; "
+                "run `the-loop doctor` (`--fix` settles what it safely can)"
+            )
 
     def agent_env(self, harness: str) -> dict[str, str]:
         """The environment an agent of ``harness`` starts with: this process's, as
