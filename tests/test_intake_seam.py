@@ -467,3 +467,28 @@ def test_a_start_that_would_sit_at_a_first_run_dialog_is_refused_naming_doctor(
     assert hooked.registry.find_by_work_item(ITEM) is None, "no agent left at a dialog"
     [failure] = intake.counts.failed
     assert "onboarding is not done" in failure and "the-loop doctor" in failure
+
+
+def test_a_comment_for_an_exited_agent_restarts_it_once_and_a_second_quick_exit_is_said(
+    world: SeamWorld,
+) -> None:
+    started(world)
+    session = world.registry.find_by_work_item(ITEM)
+    assert session is not None
+    tmux = open_dispatcher(world.context, world.stores).tmux
+    tmux.terminate_harness(session.tmux_target, grace_seconds=3)
+    world.feed(comment(130, "Are you there?", minutes=1))
+    [restarted] = world.events_named("session.restarted")
+    assert restarted["work_item"] == ITEM.ref
+    world.feed()
+    assert wait_until(lambda: "Are you there?" in world.read())
+    tmux.terminate_harness(session.tmux_target, grace_seconds=3)
+    world.feed(comment(131, "Hello again?", minutes=2))
+    world.feed()
+    assert len(world.events_named("session.restarted")) == 1, "not restarted again so soon"
+    assert len(world.events_named("session.exited_again")) == 1, "said once"
+    notices = [body for _, body in world.github.posts if "exited again" in body]
+    assert len(notices) == 1
+    world.feed(comment(132, "the-loop start", minutes=3))  # a person starts it again
+    world.feed()
+    assert wait_until(lambda: "Hello again?" in world.read())

@@ -86,7 +86,18 @@ class Actions:
         if session.is_paused:
             self.dispatcher.resume_session(session, actor=actor)
             return "resumed"
+        if self.dispatcher.liveness(session) in ("dead", "absent"):
+            self.dispatcher.resume_session(session, actor=actor)  # its agent had ended
+            return "restarted"
         return "already running"
+
+    def restart(self, ref: WorkItemRef) -> None:
+        """Start ``ref``'s exited agent again, as ``sessions start`` of an active session
+        whose agent ended does (``TheLoopError`` when there is no live record)."""
+        session = self.stores.registry.find_by_work_item(ref)
+        if session is None:
+            raise TheLoopError(f"{ref.ref} has no live session to restart")
+        self.dispatcher.resume_session(session)
 
     def close(self, ref: WorkItemRef, cleanup: bool) -> tuple[int, int]:
         """The one close path; the checkouts are cleaned up only when ``cleanup`` (the

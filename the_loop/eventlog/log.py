@@ -47,6 +47,14 @@ EVENT_TYPES: dict[str, str] = {
         "An authorized login's allow or deny chose that option of the agent's "
         "permission prompt (work_item, answer, actor, comment_id)."
     ),
+    "session.restarted": (
+        "An exited agent was started again because comments waited for it "
+        "(work_item, exit_status, reason)."
+    ),
+    "session.exited_again": (
+        "An agent exited again within two minutes of its restart: not restarted "
+        "again, one notice on the ticket (work_item)."
+    ),
     "session.paused": "A live session was paused: deliveries are held (work_item).",
     "session.resumed": "A paused session was resumed (work_item).",
     "session.closed": "A session record was closed (work_item, reason).",

@@ -48,8 +48,9 @@ from the_loop.intake.pulls import PullRequest
 from the_loop.intake.refusals import log_refusal, refused, refused_at_first_sight
 from the_loop.intake.review_round import take_reviews
 from the_loop.intake.reviews import Review, ReviewComment
+from the_loop.intake.revival import forget_restarts, revive
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
-from the_loop.portable.control import CLEANUP, START, STOP, ControlRecord
+from the_loop.portable.control import CLEANUP, RESUME, START, STOP, ControlRecord
 from the_loop.portable.poll import DELIVERIES, Ledger
 from the_loop.ref import WorkItemRef
 
@@ -275,6 +276,8 @@ class Round:
         except TheLoopError as error:
             outcome = "failed"
             counts.failed.append(f"{ref.ref}: {verb}: {error}")
+        if verb in (START, RESUME):
+            forget_restarts(self.intake, ref)  # a person started it: its next exit may be too
         # The comments after this one meet the session as the command left it.
         self.refresh(ref)
         counts.actions.append(Action("command", ref.ref, actor, verb, comment_id, outcome=outcome))
@@ -319,7 +322,9 @@ class Round:
             if self.claiming is not None and self.claiming.held_elsewhere(session.ref):
                 continue  # another machine holds the item: nothing reaches a pane here
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
-                attend(session, intake)  # a block said once on the ticket, or its end
+                state = attend(session, intake)  # a block said once on the ticket, or its end
+                if revive(session, intake, state):
+                    continue  # its comments go in once the restarted agent takes a paste
                 drain(session, intake)
 
     def closures(self) -> None:
