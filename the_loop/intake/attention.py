@@ -12,6 +12,7 @@ agent exited. With ``trustCheckouts`` the folder-trust dialog is answered, not s
 
 from __future__ import annotations
 
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from the_loop.agent.state import BLOCKED, EXITED, AgentState
@@ -20,6 +21,7 @@ from the_loop.intake.delivery import quoted, visible_text
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.ports import LiveSession
 from the_loop.portable.poll import Ledger
+from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
     from the_loop.intake.context import IntakeView
@@ -55,6 +57,8 @@ def attend(session: LiveSession, intake: IntakeView) -> AgentState | None:
         if _answer_trust(session, state, intake):
             return state
         if episode is not None and episode.get("on") == state.blocked_on:
+            if not episode.get("comment"):  # a crash or a refusal cut its notice short
+                _say(session, intake, episode)
             return state  # the same block: said already
         if episode is not None:
             _end(session, intake, episode, "the agent went on to another dialog")
@@ -119,17 +123,11 @@ def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
             how,
         ]
     )
-    posted, comment = _post(intake, session, body)
-    if not posted:
-        return  # said next round
     record: dict[str, Any] = {"on": state.blocked_on, "since": state.since, "at": ports.clock()}
-    record["comment"] = comment if comment is not None else 0
-    record["dialog"] = state.dialog
-
-    def change(ledger: Ledger) -> None:
-        ledger[BLOCKED_KEY] = record
-
-    ports.ledger.change(ref, change)
+    record |= {"comment": 0, "dialog": state.dialog, "nonce": secrets.token_hex(8)}
+    record["body"] = body
+    _write(intake, ref, record)  # before the POST: a crash after it finds it by its nonce
+    comment = _say(session, intake, record)
     ports.emit(
         "session.blocked",
         "warning",
@@ -138,6 +136,36 @@ def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
         prompt=state.prompt[:500],
         comment_id=comment,
     )
+
+
+def _say(session: LiveSession, intake: IntakeView, episode: dict[str, Any]) -> int | None:
+    """Post the episode's notice once: a notice a crash left unrecorded is looked for by
+    its nonce first, never posted twice. Its id is kept (0 while not yet said)."""
+    ports, ref = intake.ports, session.ref
+    nonce = str(episode.get("nonce", ""))
+    tag = f"<!-- the-loop:blocked nonce={nonce} -->"
+    found = None
+    if episode.get("posting"):
+        try:
+            found = next((c.id for c in ports.github.thread(ref) if tag in c.body), None)
+        except TheLoopError as error:
+            ports.warn(f"{ref.ref}: could not look for the blocked notice: {error}")
+            return None
+    if found is None:
+        _write(intake, ref, {**episode, "posting": True})
+        posted, comment = _post(intake, session, f"{episode.get('body', '')}\n{tag}")
+        if not posted:
+            return None  # said next round
+        found = comment if comment is not None else -1  # -1: said, its id unknown
+    _write(intake, ref, {**episode, "comment": found, "posting": False, "body": ""})
+    return found if found > 0 else None
+
+
+def _write(intake: IntakeView, ref: WorkItemRef, record: dict[str, Any]) -> None:
+    def change(ledger: Ledger) -> None:
+        ledger[BLOCKED_KEY] = record
+
+    intake.ports.ledger.change(ref, change)
 
 
 def _end(session: LiveSession, intake: IntakeView, episode: dict[str, Any], how: str) -> None:
