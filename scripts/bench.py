@@ -613,6 +613,19 @@ def webhook_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
     return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
 
 
+def agent_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
+    """The agent room's rows (``scripts/bench_agent.py``: a hook's whole run)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_agent  # pyright: ignore[reportMissingImports]
+
+    log("one of Claude Code's hooks, as the agent runs it")
+    lines, found = bench_agent.rows(runs)
+    lines = ["", "Agent hooks (a new process each, as Claude Code runs them):", "", *lines]
+    lines += ["", "| target | measured | verdict |", "| --- | --- | --- |"]
+    lines += [f"| {t} | {m} | {'PASS' if ok else 'MISS'} |" for t, m, ok in found]
+    return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated item counts")
@@ -641,13 +654,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = report(python, version, results, args.runs, where)
     poll_text, poll_passed = poll_section(args.runs, log)
     webhook_text, webhook_passed = webhook_section(args.runs, log)
-    text += poll_text + webhook_text
+    agent_text, agent_passed = agent_section(args.runs, log)
+    text += poll_text + webhook_text + agent_text
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text, encoding="utf-8")
     passed = (
         poll_passed
         and webhook_passed
+        and agent_passed
         and all(check.passed is not False for check in checks(python, version, results))
     )
     return 0 if passed else 1
