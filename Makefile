@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 
-.PHONY: install install-runtime check lint format typecheck mdlint configs test demo bench clean
+.PHONY: install install-runtime check lint format typecheck mdlint configs test demo bench clean agent
 
 install: $(STAMP)
 
@@ -24,7 +24,7 @@ $(RUNTIME_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(RUNTIME_STAMP)
 
-check: install
+check: install agent
 	$(BIN)/ruff check the_loop tests scripts
 	$(BIN)/ruff format --check the_loop tests scripts
 	$(BIN)/pyright
@@ -36,11 +36,15 @@ format: install
 	$(BIN)/ruff format the_loop tests scripts
 	$(BIN)/ruff check --fix the_loop tests scripts
 
-test: install
+test: install agent
 	$(BIN)/pytest
 
 demo: install-runtime
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
+
+# The pinned Claude Code CLI (tests/agent-version.txt) in .tools/agent, for the real-agent tests.
+agent:
+	bash scripts/install_agent.sh
 
 bench: install
 	$(BIN)/python scripts/bench.py

@@ -18,6 +18,10 @@ from the_loop.intake.ports import LiveSession
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.registry import SessionRegistry
 
+#: The most moves tried to highlight an option (a dialog's options are few).
+_MOST_MOVES = 4
+#: How long a dialog is given to redraw after a move before it is read again.
+_REDRAW_SECONDS = 0.3
 #: The harnesses whose agents run the-loop's hooks, and so say what they received.
 HOOKED_HARNESSES = frozenset(("claude",))
 
@@ -30,6 +34,7 @@ class AgentWatch:
     tmux: TmuxRunner
     hook_log: Callable[[WorkItemRef], Path]
     clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
 
     @classmethod
     def over(
@@ -67,12 +72,37 @@ class AgentWatch:
         return took_as_turn(read_hook_log(self.hook_log(session.ref)), text, since)
 
     def answer(self, target: str, dialog: str, option: str) -> None:
-        """Send the keys that choose ``option`` (``yes``, ``no``) of the dialog whose
-        pattern is ``dialog``; ``TheLoopError`` when it has no such option or the pane died."""
+        """Choose ``option`` (``yes``, ``no``) of the dialog whose pattern is ``dialog``, as
+        its pattern says: keys sent at once, or moves until the option is highlighted and
+        only then the confirming key. ``TheLoopError`` when the dialog has no such option,
+        is no longer on the screen, the option could not be highlighted, or the pane died
+        (nothing is confirmed then)."""
         try:
-            keys = pattern_named(dialog).keys.get(option)
+            pattern = pattern_named(dialog)
         except KeyError:
-            keys = None
-        if not keys:
+            pattern = None
+        answer = pattern.answers.get(option) if pattern is not None else None
+        if pattern is None or answer is None:
             raise TheLoopError(f"the dialog {dialog!r} has no {option!r} the-loop can choose")
-        self.tmux.send_keys(target, keys)
+        if answer.keys:
+            self.tmux.send_keys(target, answer.keys)
+            return
+        for _ in range(_MOST_MOVES):
+            screen = self._screen(target)
+            if not pattern.matches(screen):
+                raise TheLoopError(f"the dialog {dialog!r} is no longer on the screen")
+            if answer.chosen(screen):
+                self.tmux.send_keys(target, answer.confirm)
+                return
+            self.tmux.send_keys(target, answer.move)
+            self._sleep(_REDRAW_SECONDS)
+        raise TheLoopError(f"could not highlight {answer.choose!r} in the dialog {dialog!r}")
+
+    def _sleep(self, seconds: float) -> None:
+        self.sleep(seconds)
+
+    def _screen(self, target: str) -> str:
+        pane = self.tmux.pane_view(target)
+        if pane is None or pane.dead:
+            raise TheLoopError(f"the agent in tmux session {target} is gone")
+        return pane.screen

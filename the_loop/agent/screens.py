@@ -37,14 +37,36 @@ PROMPT_KEPT = 1500
 
 
 @dataclass(frozen=True)
+class Answer:
+    """How the-loop chooses one option of a dialog: ``keys`` sent at once; or ``move``
+    sent until the highlighted line (the one starting with ``pointer``) holds ``choose``,
+    and only then ``confirm`` (a dialog whose default is the other option is never
+    confirmed blind)."""
+
+    keys: tuple[str, ...] = ()
+    move: tuple[str, ...] = ()
+    choose: str = ""
+    pointer: str = ""
+    confirm: tuple[str, ...] = ()
+
+    def chosen(self, screen: str) -> bool:
+        """Whether the highlighted line of ``screen`` is the option to choose."""
+        return any(
+            line.strip().startswith(self.pointer) and _flat(self.choose) in _flat(line)
+            for line in screen.splitlines()
+        )
+
+
+@dataclass(frozen=True)
 class ScreenPattern:
-    """One dialog: its name, what it blocks on, the texts that identify it, the keys
-    that choose each of its options (``yes``, ``no``), and the harnesses that show it."""
+    """One dialog: its name, what it blocks on, the texts that identify it, how each of
+    its options the-loop may choose is chosen (``yes``, ``no``), and the harnesses that
+    show it."""
 
     name: str
     blocked_on: str
     all: tuple[str, ...]
-    keys: dict[str, tuple[str, ...]]
+    answers: dict[str, Answer]
     harnesses: tuple[str, ...]
 
     def matches(self, screen: str) -> bool:
@@ -76,24 +98,73 @@ def _pattern(entry: dict[str, Any]) -> ScreenPattern:
     blocked_on = str(entry["blockedOn"])
     if blocked_on not in BLOCKED_ON:
         raise ValueError(f"pattern {entry.get('name')!r}: unknown blockedOn {blocked_on!r}")
-    keys: Any = entry.get("keys") or {}
+    answers: Any = entry.get("answers") or {}
     texts: Any = entry["all"]
-    if not isinstance(keys, dict) or not isinstance(texts, list) or not texts:
-        raise TypeError("a pattern needs a non-empty list 'all' and an object 'keys'")
-    keys = cast(dict[str, list[Any]], keys)
-    texts = cast(list[Any], texts)
+    if not isinstance(answers, dict) or not isinstance(texts, list) or not texts:
+        raise TypeError("a pattern needs a non-empty list 'all' and an object 'answers'")
     harnesses: list[Any] = entry.get("harnesses") or []
     return ScreenPattern(
         name=str(entry["name"]),
         blocked_on=blocked_on,
-        all=tuple(str(t) for t in texts),
-        keys={str(k): tuple(str(x) for x in v) for k, v in keys.items()},
+        all=tuple(str(t) for t in cast(list[Any], texts)),
+        answers={str(k): _answer(v) for k, v in cast(dict[str, Any], answers).items()},
         harnesses=tuple(str(h) for h in harnesses),
     )
 
 
+def _answer(entry: Any) -> Answer:
+    if not isinstance(entry, dict):
+        raise TypeError("an answer must be an object")
+    found = cast(dict[str, Any], entry)
+
+    def words(key: str) -> tuple[str, ...]:
+        value: Any = found.get(key) or []
+        return tuple(str(v) for v in cast(list[Any], value))
+
+    answer = Answer(
+        keys=words("keys"),
+        move=words("move"),
+        choose=str(found.get("choose", "")),
+        pointer=str(found.get("pointer", "")),
+        confirm=words("confirm"),
+    )
+    if not answer.keys and not (answer.move and answer.choose and answer.pointer):
+        raise ValueError("an answer needs keys, or move, choose, pointer and confirm")
+    return answer
+
+
+@cache
+def _input_boxes() -> dict[str, tuple[str, str]]:
+    raw = json.loads(PATTERNS_FILE.read_text(encoding="utf-8"))
+    boxes: dict[str, Any] = raw.get("inputBox") or {}
+    return {str(k): (str(v["pointer"]), str(v["rule"])) for k, v in boxes.items()}
+
+
+def at_input_prompt(screen: str, harness: str) -> bool:
+    """Whether ``screen`` shows ``harness``'s input box near its bottom (a rule, a line
+    starting with its prompt sign, a rule): then no modal dialog is up."""
+    box = _input_boxes().get(harness)
+    if box is None:
+        return False
+    pointer, rule = box
+    lines = [line.strip() for line in screen.splitlines() if line.strip()][-8:]
+    return any(
+        lines[i].startswith(pointer)
+        and _is_rule(lines[i - 1], rule)
+        and _is_rule(lines[i + 1], rule)
+        for i in range(1, len(lines) - 1)
+    )
+
+
+def _is_rule(line: str, rule: str) -> bool:
+    return len(line) >= 10 and set(line) == {rule}
+
+
 def find_dialog(screen: str, harness: str) -> Dialog | None:
-    """The first dialog of ``harness`` (or of every harness) showing on ``screen``."""
+    """The first dialog of ``harness`` (or of every harness) showing on ``screen``; none
+    while the harness's input box shows (what the conversation says is no dialog)."""
+    if at_input_prompt(screen, harness):
+        return None
     for pattern in patterns():
         if pattern.harnesses and harness not in pattern.harnesses:
             continue

@@ -27,6 +27,9 @@ STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
 TAKES_A_PASTE = frozenset((IDLE, WORKING))
 #: A pane with no hooks that has not changed for this long is at its prompt.
 QUIET_SECONDS = 5.0
+#: How long an agent that hit a usage or rate limit is left alone before a waiting
+#: comment is tried again (the paste then is a new turn; a limit still on says so again).
+LIMIT_WAIT_SECONDS = 900.0
 #: The screen pattern of the permission prompt a ``PermissionRequest`` hook announces.
 PERMISSION_DIALOG = "claude-permission"
 #: How long after a hook said a dialog the screen must show it (else it was answered).
@@ -151,6 +154,10 @@ def derive(
         quiet = now - pane.activity >= QUIET_SECONDS
         return AgentState(IDLE if quiet else WORKING, since=pane.activity)
     state = _from_hooks(events)
+    if state.state == BLOCKED and state.blocked_on == "limit":
+        if now - state.since > LIMIT_WAIT_SECONDS:
+            return AgentState(IDLE, since=state.since)  # the limit may have reset: try again
+        return state
     if state.state == BLOCKED and pane.screen.strip() and now - _time(events[-1]) > DRAWN_SECONDS:
         # The hook said a dialog, the screen long shows none: answered in the pane.
         return AgentState(IDLE, since=_time(events[-1]))
