@@ -117,7 +117,9 @@ def test_the_hook_entry_appends_one_line_and_never_fails_the_agent(tmp_path: Pat
 
 def test_the_state_follows_the_hooks_and_the_screen() -> None:
     live = PaneView(dead=False, activity=100.0, screen=screen("idle"))
-    assert state_of(derive("claude", [], live, now=200.0)) == "starting"
+    assert state_of(derive("claude", [], live, now=110.0)) == "starting"
+    silent = derive("claude", [], live, now=131.0)
+    assert state_of(silent) == "idle", "at its input box 30 s with no hook: hooks are off"
     turn = [{"t": 101.0, "event": "SessionStart"}, {"t": 102.0, "event": "UserPromptSubmit"}]
     assert state_of(derive("claude", turn, live, now=200.0)) == "working"
     done = [*turn, {"t": 103.0, "event": "Stop"}]

@@ -69,7 +69,10 @@ class AgentWatch:
         harness runs no hooks, so it cannot say; a paste then counts when it is made)."""
         if session.harness not in HOOKED_HARNESSES:
             return None
-        return took_as_turn(read_hook_log(self.hook_log(session.ref)), text, since)
+        events = read_hook_log(self.hook_log(session.ref))
+        if not events:
+            return None  # its hooks never ran: it cannot say, so it is not waited for
+        return took_as_turn(events, text, since)
 
     def answer(self, target: str, dialog: str, option: str) -> None:
         """Choose ``option`` (``yes``, ``no``) of the dialog whose pattern is ``dialog``, as

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from the_loop.agent.screens import Dialog, find_dialog
+from the_loop.agent.screens import Dialog, at_input_prompt, find_dialog
 
 STARTING, WORKING, IDLE, BLOCKED, EXITED = "starting", "working", "idle", "blocked", "exited"
 STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
@@ -32,6 +32,8 @@ QUIET_SECONDS = 5.0
 LIMIT_WAIT_SECONDS = 900.0
 #: The screen pattern of the permission prompt a ``PermissionRequest`` hook announces.
 PERMISSION_DIALOG = "claude-permission"
+#: How long an agent shows its input box with no hook before its hooks count as silent.
+SILENT_HOOKS_SECONDS = 30.0
 #: How long after a hook said a dialog the screen must show it (else it was answered).
 DRAWN_SECONDS = 3.0
 #: How much of the end of a hook log is read: the latest events are all a state needs.
@@ -149,7 +151,7 @@ def derive(
     if dialog is not None:
         return _blocked_by(dialog, events, pane)
     if not events:
-        if harness == "claude":
+        if harness == "claude" and not _hooks_silent(harness, pane, now):
             return AgentState(STARTING, since=pane.activity)
         quiet = now - pane.activity >= QUIET_SECONDS
         return AgentState(IDLE if quiet else WORKING, since=pane.activity)
@@ -162,6 +164,13 @@ def derive(
         # The hook said a dialog, the screen long shows none: answered in the pane.
         return AgentState(IDLE, since=_time(events[-1]))
     return state
+
+
+def _hooks_silent(harness: str, pane: PaneView, now: float) -> bool:
+    """An agent at its input box for :data:`SILENT_HOOKS_SECONDS` with no hook yet: its
+    hooks do not run (a settings file of the operator's that turns them off, say), so it
+    is read from its pane alone."""
+    return at_input_prompt(pane.screen, harness) and now - pane.activity >= SILENT_HOOKS_SECONDS
 
 
 def _blocked_by(dialog: Dialog, events: Sequence[dict[str, Any]], pane: PaneView) -> AgentState:
