@@ -142,6 +142,8 @@ def test_the_state_follows_the_hooks_and_the_screen() -> None:
     assert still is not None and still.state == "blocked", "the hook before the screen draws it"
     trust = derive("claude", [], PaneView(dead=False, screen=screen("trust")), now=1.0)
     assert trust is not None and (trust.state, trust.blocked_on) == ("blocked", "trust")
+    ended = [*done, {"t": 105.0, "event": "SessionEnd", "reason": "other"}]
+    assert state_of(derive("claude", ended, live, now=106.0)) == "starting", "restarted since"
     dead = derive("claude", done, PaneView(dead=True, status=1), now=300.0)
     assert dead is not None and (dead.state, dead.exit_status) == ("exited", 1)
     limited = [*done, {"t": 110.0, "event": "StopFailure", "error": "rate_limit"}]

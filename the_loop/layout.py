@@ -238,7 +238,8 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "local/agents/<slug>.jsonl",
         False,
         "what the agent's hooks saw, one line each (event, tool, detail, notices, the start of "
-        "each prompt), appended by the hook entry",
+        "each prompt), appended by the hook entry; begun anew at each new spawn of the item "
+        "(a restart goes on appending)",
         "what an agent on this machine is doing: read from its end to tell idle from blocked",
     ),
     GeneratedPath(

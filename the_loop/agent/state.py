@@ -156,6 +156,8 @@ def derive(
         quiet = now - pane.activity >= QUIET_SECONDS
         return AgentState(IDLE if quiet else WORKING, since=pane.activity)
     state = _from_hooks(events)
+    if state.state == EXITED:  # the pane runs: an agent restarted since it said it ended
+        return AgentState(STARTING, since=pane.activity or state.since)
     if state.state == BLOCKED and state.blocked_on == "limit":
         if now - state.since > LIMIT_WAIT_SECONDS:
             return AgentState(IDLE, since=state.since)  # the limit may have reset: try again

@@ -204,7 +204,7 @@ class Dispatcher:
             prompt=prompt,
             model=session.model,
             effort=session.effort,
-            hooks=self.hooks_for(ref, chosen),
+            hooks=self.hooks_for(ref, chosen, fresh=True),
         )
         progress.step = "tmux"
         kept = self.tmux.spawn(target, cwd, argv, self.agent_env(harness_name))
@@ -275,13 +275,17 @@ class Dispatcher:
         record = self.registry.path_for(ref)
         return hook_log_path(record.parent, record.stem)
 
-    def hooks_for(self, ref: WorkItemRef, harness: Harness) -> str:
+    def hooks_for(self, ref: WorkItemRef, harness: Harness, *, fresh: bool = False) -> str:
         """The hooks' ``--settings`` for an agent of ``harness`` (``""``: it takes none);
-        the hook log's directory is made here, so the first hook finds it."""
+        the hook log's directory is made here, so the first hook finds it. A ``fresh``
+        spawn (a new session, not a restart) starts a new log: what an earlier session
+        of the item did says nothing of this one."""
         if not harness.takes_hooks:
             return ""
         log = self.hook_log(ref)
         log.parent.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            log.unlink(missing_ok=True)
         return hook_settings(sys.executable, log)
 
     def refuse_unready(self, name: str, harness: Harness) -> None:
