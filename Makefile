@@ -46,7 +46,7 @@ demo: install-runtime
 agent:
 	bash scripts/install_agent.sh
 
-bench: install
+bench: install agent
 	$(BIN)/python scripts/bench.py
 
 clean:
