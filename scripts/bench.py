@@ -13,6 +13,7 @@ Usage: ``scripts/bench.py [--sizes 100,1000,10000] [--runs 5] [--out FILE] [--ke
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import json
 import os
@@ -587,43 +588,36 @@ def report(
     return "\n".join(lines) + "\n"
 
 
-def poll_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
-    """The poll cycle's rows (``scripts/bench_poll.py``, against the loopback fake)."""
+def bench_section(module: str, title: str, runs: int) -> tuple[str, bool]:
+    """The rows of ``scripts/<module>.py`` (its ``rows(runs)``) under ``title``, and
+    whether every target it checks is met."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_poll  # pyright: ignore[reportMissingImports]
-
-    log("poll cycle against the loopback fake")
-    lines, found = bench_poll.rows(runs)
-    lines = ["", "Poll cycle (in process, against the loopback fake GitHub):", "", *lines]
+    rows = importlib.import_module(module).rows
+    lines, found = rows(runs)
+    lines = ["", title, "", *lines]
     lines += ["", "| target | measured | verdict |", "| --- | --- | --- |"]
     lines += [f"| {t} | {m} | {'PASS' if ok else 'MISS'} |" for t, m, ok in found]
     return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
 
 
-def webhook_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
-    """The webhook receiver's rows (``scripts/bench_webhook.py``: its own process, loopback)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_webhook  # pyright: ignore[reportMissingImports]
-
-    log("webhook receiver under 50 concurrent senders")
-    lines, found = bench_webhook.rows(runs)
-    lines = ["", "Webhook receiver (its own process, 50 senders on loopback):", "", *lines]
-    lines += ["", "| target | measured | verdict |", "| --- | --- | --- |"]
-    lines += [f"| {t} | {m} | {'PASS' if ok else 'MISS'} |" for t, m, ok in found]
-    return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
-
-
-def agent_section(runs: int, log: Callable[[str], None]) -> tuple[str, bool]:
-    """The agent room's rows (``scripts/bench_agent.py``: a hook's whole run)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_agent  # pyright: ignore[reportMissingImports]
-
-    log("one of Claude Code's hooks, as the agent runs it")
-    lines, found = bench_agent.rows(runs)
-    lines = ["", "Agent hooks (a new process each, as Claude Code runs them):", "", *lines]
-    lines += ["", "| target | measured | verdict |", "| --- | --- | --- |"]
-    lines += [f"| {t} | {m} | {'PASS' if ok else 'MISS'} |" for t, m, ok in found]
-    return "\n".join(lines) + "\n", all(ok for _, _, ok in found)
+#: The sections after the listings: module, title, what the log says while it runs.
+SECTIONS = (
+    (
+        "bench_poll",
+        "Poll cycle (in process, against the loopback fake GitHub):",
+        "poll cycle against the loopback fake",
+    ),
+    (
+        "bench_webhook",
+        "Webhook receiver (its own process, 50 senders on loopback):",
+        "webhook receiver under 50 concurrent senders",
+    ),
+    (
+        "bench_agent",
+        "The agent (its hooks, a new process each as Claude Code runs them; a start):",
+        "the agent's hooks and a start with the real Claude Code",
+    ),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -652,18 +646,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
     text = report(python, version, results, args.runs, where)
-    poll_text, poll_passed = poll_section(args.runs, log)
-    webhook_text, webhook_passed = webhook_section(args.runs, log)
-    agent_text, agent_passed = agent_section(args.runs, log)
-    text += poll_text + webhook_text + agent_text
+    sections_passed = True
+    for module, title, what in SECTIONS:
+        log(what)
+        section_text, section_passed = bench_section(module, title, args.runs)
+        text += section_text
+        sections_passed = sections_passed and section_passed
     print(text, end="")
     if args.out is not None:
         args.out.write_text(text, encoding="utf-8")
-    passed = (
-        poll_passed
-        and webhook_passed
-        and agent_passed
-        and all(check.passed is not False for check in checks(python, version, results))
+    passed = sections_passed and (
+        all(check.passed is not False for check in checks(python, version, results))
     )
     return 0 if passed else 1
 

@@ -1073,36 +1073,9 @@ class Routes:
             return self.issue(owner, repo, rest[1], pull=True)
         return not_found()
 
-    def patch_comment(self, path: str, body: bytes) -> Answer:
-        """``PATCH /repos/{o}/{r}/issues/comments/{id}`` with ``{"body": ...}``: 200 and the
-        comment for the author's own, 403 for anyone else's, 404 for none, 422 without a
-        body (as GitHub's description of "Update an issue comment" says)."""
-        parts = path.strip("/").split("/")
-        if len(parts) != 6 or parts[0] != "repos" or parts[3:5] != ["issues", "comments"]:
-            return not_found()
-        owner, repo, number = parts[1], parts[2], parts[5]
-        with self.fake.lock:
-            found = [
-                c
-                for c in self.fake.comments
-                if number.isdigit() and c.id == int(number) and (c.owner, c.repo) == (owner, repo)
-            ]
-        if not found:
-            return not_found()
-        if found[0].login.casefold() != self.login.casefold():
-            return Answer(403, {"message": "Must have admin rights to Repository."})
-        try:
-            text = json.loads(body or b"{}").get("body")
-        except (ValueError, AttributeError):
-            text = None
-        if not isinstance(text, str):
-            return Answer(422, {"message": "Validation Failed: body is required"})
-        self.fake.edit_comment(found[0].id, text)
-        return Answer(200, self.comment_json(found[0]))
-
-    def delete_comment(self, path: str) -> Answer:
-        """``DELETE /repos/{o}/{r}/issues/comments/{id}``: 204 for the author's own, 403
-        for anyone else's, 404 for none (already deleted)."""
+    def own_comment(self, path: str) -> FakeComment | Answer:
+        """The comment ``/repos/{o}/{r}/issues/comments/{id}`` names when the token's login
+        wrote it; else GitHub's answer: 404 for none, 403 for anyone else's."""
         parts = path.strip("/").split("/")
         if len(parts) != 6 or parts[0] != "repos" or parts[3:5] != ["issues", "comments"]:
             return not_found()
@@ -1116,8 +1089,33 @@ class Routes:
             return not_found()
         if found[0].login.casefold() != self.login.casefold():
             return Answer(403, {"message": "Must have admin rights to Repository."})
-        self.fake.comments.remove(found[0])
-        self.fake.deleted.append(found[0])
+        return found[0]
+
+    def patch_comment(self, path: str, body: bytes) -> Answer:
+        """``PATCH /repos/{o}/{r}/issues/comments/{id}`` with ``{"body": ...}``: 200 and the
+        comment for the author's own, 403 for anyone else's, 404 for none, 422 without a
+        body (as GitHub's description of "Update an issue comment" says)."""
+        with self.fake.lock:
+            found = self.own_comment(path)
+        if isinstance(found, Answer):
+            return found
+        try:
+            text = json.loads(body or b"{}").get("body")
+        except (ValueError, AttributeError):
+            text = None
+        if not isinstance(text, str):
+            return Answer(422, {"message": "Validation Failed: body is required"})
+        self.fake.edit_comment(found.id, text)
+        return Answer(200, self.comment_json(found))
+
+    def delete_comment(self, path: str) -> Answer:
+        """``DELETE /repos/{o}/{r}/issues/comments/{id}``: 204 for the author's own, 403
+        for anyone else's, 404 for none (already deleted)."""
+        found = self.own_comment(path)
+        if isinstance(found, Answer):
+            return found
+        self.fake.comments.remove(found)
+        self.fake.deleted.append(found)
         return Answer(204, b"")
 
     def permission(self, owner: str, repo: str, login: str) -> Answer:
