@@ -355,14 +355,47 @@ class Round:
             posted_ids=ports.posted.posted(),
             may_command=self.may_command,
         )
-        ports.ledger.baseline_comments(ref, [str(i) for i in sight.baseline_ids])
-        counts.baselined += len(sight.baseline_ids)
-        ports.emit("poll.baselined", work_item=ref.ref, comments=len(sight.baseline_ids))
+        since_start = self._since_start(ref, thread, at, control, set(sight.baseline_ids))
+        baseline = [i for i in sight.baseline_ids if i not in since_start]
+        ports.ledger.baseline_comments(ref, [str(i) for i in baseline])
+        counts.baselined += len(baseline)
+        for comment in thread:
+            if comment.id in since_start:
+                self._queue(comment, *since_start[comment.id])
+        ports.emit("poll.baselined", work_item=ref.ref, comments=len(baseline))
         for stranger in sight.refused:
             if self.read_from is not None and stranger.comment.created_at >= self.read_from:
                 refused_at_first_sight(self.intake, stranger.comment, stranger.verb)
         for owed in sight.commands:
             self.command(owed.comment, owed.verb)
+
+    def _since_start(
+        self,
+        ref: WorkItemRef,
+        thread: Sequence[IssueComment],
+        started_at: datetime | None,
+        control: dict[str, Any] | None,
+        baseline: set[int],
+    ) -> dict[int, tuple[Outcome, bool]]:
+        """The comments of a first sight written after the start of the item's live session
+        (a `sessions start` by hand: the poller never saw the thread), as the round would
+        have decided them then: they reach the agent instead of being baselined away."""
+        session = self.sessions.get(ref)
+        verb = control.get("command") if control is not None else None
+        if session is None or started_at is None or verb not in (START, RESUME):
+            return {}
+        view = ItemView(True, session.state, frozenset(), started_at)
+        posted = self.intake.ports.posted.posted()
+        found: dict[int, tuple[Outcome, bool]] = {}
+        for comment in thread:
+            if comment.id not in baseline or comment.created_at <= started_at:
+                continue
+            decision = classify_comment(
+                comment, view, self.intake.settings.policy, posted_ids=posted
+            )
+            if decision.outcome in (Outcome.DELIVER, Outcome.HOLD):
+                found[comment.id] = (decision.outcome, decision.trusted)
+        return found
 
     def may_command(self, comment: IssueComment) -> bool:
         """Whether the (authorized) login of ``comment`` may still command: with write
