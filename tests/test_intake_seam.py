@@ -23,8 +23,9 @@ from tests.helpers.agent import reading_agent
 from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.helpers.world import World
-from the_loop.adapters.actions import Actions
+from the_loop.adapters.actions import Actions, running_sessions
 from the_loop.adapters.poll_factory import intake_ports
+from the_loop.commands.poll_tend import tending
 from the_loop.commands.stores import open_dispatcher
 from the_loop.intake.comments import CommentPolicy
 from the_loop.intake.events import Issue, IssueComment
@@ -492,3 +493,43 @@ def test_a_comment_for_an_exited_agent_restarts_it_once_and_a_second_quick_exit_
     world.feed(comment(132, "the-loop start", minutes=3))  # a person starts it again
     world.feed()
     assert wait_until(lambda: "Hello again?" in world.read())
+
+
+def test_between_cycles_a_blocked_agent_is_said_and_its_comments_go_in_once_it_is_free(
+    world: SeamWorld,
+) -> None:
+    """The poll daemon tends the running agents between its cycles, reading nothing from
+    GitHub: the block is said without a round, and the comments that waited go in."""
+    started(world)
+    log = _block(world)
+    world.feed(comment(140, "Waiting words.", minutes=1))
+    assert "Waiting words." not in world.read()
+    posts = len(world.github.posts)
+    sessions = running_sessions(
+        world.stores, open_dispatcher(world.context, world.stores).tmux.session_states()
+    )
+    assert [s.ref for s in sessions] == [ITEM]
+    world.intake().tend(sessions)
+    assert len(world.github.posts) == posts, "said once already: not again"
+    with log.open("a", encoding="utf-8") as appended:
+        appended.write(json.dumps({"t": T0.timestamp() + 1, "event": "Stop"}) + "\n")
+    intake = world.intake()
+    intake.tend(sessions)
+    assert intake.counts.delivered == 1
+    assert wait_until(lambda: "Waiting words." in world.read())
+    [unblocked] = world.events_named("session.unblocked")
+    assert unblocked["how"] == "it was answered in the pane"
+
+
+def test_the_daemons_sleep_is_cut_into_tending_pieces() -> None:
+    now = [0.0]
+    slept: list[float] = []
+    tended: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    wait = tending(sleep, lambda: tended.append(now[0]), lambda: False, clock=lambda: now[0])
+    wait(40.0)
+    assert slept == [15.0, 15.0, 10.0] and tended == [15.0, 30.0]

@@ -6,11 +6,14 @@ close path, cleanup); nothing here decides what a comment means: that is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from the_loop.adapters.release import clean_up
 from the_loop.adapters.stores import Stores
 from the_loop.dispatch.dispatcher import Dispatcher
+from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError
 from the_loop.intake.comments import SessionState
 from the_loop.intake.delivery import DELIVERED_MARK, Delivery
@@ -30,6 +33,19 @@ TICKET_GONE = "ticket gone from GitHub (deleted or transferred); checkouts kept"
 def live_sessions(stores: Stores) -> list[LiveSession]:
     """Every live session record, as the cycle sees it."""
     return [_live(session) for session in stores.registry.list_sessions() if session.is_live]
+
+
+def running_sessions(stores: Stores, states: Mapping[str, str] | None) -> list[LiveSession]:
+    """The live session records whose tmux session is on the server (``states``: tmux's
+    sessions, from one call): one listing of the records' directory and one read per
+    such session, whatever the number of ended records. Empty when tmux did not answer."""
+    if not states:
+        return []
+    registry = stores.registry
+    names = [
+        name for name in registry.record_names() if tmux_session_name(Path(name).stem) in states
+    ]
+    return [_live(session) for session in registry.records_named(names) if session.is_live]
 
 
 def live_session(stores: Stores, ref: WorkItemRef) -> LiveSession | None:

@@ -70,6 +70,18 @@ class Intake:
         """Whether to end before the next item (a stop was asked for)."""
         return self.counts.stop_requested(self.ports.should_stop)
 
+    def tend(self, sessions: Sequence[LiveSession]) -> None:
+        """Between cycles, with nothing read from GitHub: what each of the live ``sessions``'
+        active agents is doing (a block said once, or its end), an exited one restarted
+        for the comments that wait, and those comments delivered once it takes a paste."""
+        for session in sessions:
+            if self.stopping():
+                break
+            if session.state is SessionState.ACTIVE:
+                state = attend(session, self)
+                if not revive(session, self, state):
+                    drain(session, self)
+
     def round(self, repository: WorkItemRef) -> Round:
         """A round over ``repository`` (any ref of it), with its live sessions as they are
         and the numbers a reader keeps for them (theirs and their linked PRs')."""

@@ -9,7 +9,7 @@ whose stored ref is another ref is never read, changed or removed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Literal, cast
@@ -119,6 +119,20 @@ class SessionRegistry:
         """Ref -> file of every readable record (one read per file)."""
         path = self._directory.path
         return {record.ref: path(name) for name, record in self._records(warn=False)}
+
+    def record_names(self) -> list[str]:
+        """The file name of every record, sorted, from one listing (no record is read)."""
+        return self._directory.record_names()
+
+    def records_named(self, names: Iterable[str]) -> list[Session]:
+        """The readable records of the files ``names`` (as :meth:`record_names` gives them),
+        one read each; a file that holds another item's record is skipped."""
+        found: list[Session] = []
+        for name in names:
+            record = self._directory.load(name, read_record_file).record
+            if record is not None and is_named_for(name, record.work_item):
+                found.append(record)
+        return found
 
     def work_items(self) -> set[str]:
         """The ref of every readable record, as :meth:`refs` has them (no paths built)."""
