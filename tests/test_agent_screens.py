@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from the_loop.agent.hook import entry
-from the_loop.agent.screens import at_input_prompt, find_dialog, pattern_named, patterns
+from the_loop.agent.screens import (
+    at_input_prompt,
+    find_dialog,
+    input_text,
+    pattern_named,
+    patterns,
+)
 from the_loop.agent.state import AgentState, PaneView, derive, read_hook_log, took_as_turn
 
 VERSION = (Path(__file__).parent / "agent-version.txt").read_text(encoding="utf-8").strip()
@@ -174,3 +180,20 @@ def test_a_delivery_is_received_when_a_later_prompt_holds_its_start(tmp_path: Pa
     log.write_text("".join(json.dumps(e) + "\n" for e in events) + "{broken\n", encoding="utf-8")
     assert [e["t"] for e in read_hook_log(log)] == [50.0, 61.0]
     assert [e["t"] for e in read_hook_log(log, tail_bytes=60)] == [], "a cut line is skipped"
+
+
+def test_what_waits_in_the_input_box_is_read_and_a_fresh_start_settles_first() -> None:
+    assert input_text(screen("big-paste"), "claude") == "[Pasted text #1 +324 lines]"
+    assert input_text(screen("idle"), "claude") == ""
+    assert input_text(screen("trust"), "claude") is None
+    assert input_text(screen("idle"), "command") is None
+    pasted = PaneView(dead=False, screen=screen("big-paste"))
+    done = [{"t": 10.0, "event": "SessionStart"}, {"t": 11.0, "event": "Stop"}]
+    found = derive("claude", done, pasted, now=30.0)
+    assert found is not None and (found.state, found.typed) == (
+        "idle",
+        "[Pasted text #1 +324 lines]",
+    )
+    started = [{"t": 10.0, "event": "SessionStart", "source": "resume"}]
+    assert state_of(derive("claude", started, pasted, now=11.0)) == "starting", "not yet settled"
+    assert state_of(derive("claude", started, pasted, now=12.5)) == "idle"

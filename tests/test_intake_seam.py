@@ -426,6 +426,7 @@ def test_a_paste_counts_once_the_agent_took_it_and_a_dropped_one_is_pasted_again
     world = hooked
     started(world)
     world.hook("SessionStart", source="startup")
+    world.now += 3  # settled at its prompt
     intake = world.feed(comment(120, "First words.", minutes=1), comment(121, "Then.", minutes=2))
     assert intake.counts.delivered == 0, "pasted, but the agent has not said it took it"
     assert [(r["id"], r["state"]) for r in world.rows()] == [("120", "pasted"), ("121", "waiting")]

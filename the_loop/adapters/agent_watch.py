@@ -74,6 +74,10 @@ class AgentWatch:
             return None  # its hooks never ran: it cannot say, so it is not waited for
         return took_as_turn(events, text, since)
 
+    def submit(self, target: str) -> None:
+        """Press Enter in the live pane of ``target`` (never a dead one)."""
+        self.tmux.send_keys(target, ("Enter",))
+
     def answer(self, target: str, dialog: str, option: str) -> None:
         """Choose ``option`` (``yes``, ``no``) of the dialog whose pattern is ``dialog``, as
         its pattern says: keys sent at once, or moves until the option is highlighted and

@@ -146,6 +146,7 @@ def intake_ports(
         agent=watch.session_state,
         answer=watch.answer,
         receipt=watch.receipt,
+        submit=watch.submit,
         restart=actions.restart,
         hold=partial(_hold, stores.layout.local_locks_dir / HOLDS_DIR),
     )

@@ -156,6 +156,25 @@ def at_input_prompt(screen: str, harness: str) -> bool:
     )
 
 
+def input_text(screen: str, harness: str) -> str | None:
+    """What stands in ``harness``'s input box on ``screen`` (``""``: empty), or None when
+    no input box shows."""
+    box = _input_boxes().get(harness)
+    if box is None:
+        return None
+    pointer, rule = box
+    lines = [line.strip() for line in screen.splitlines() if line.strip()][-8:]
+    for i in range(len(lines) - 2, 0, -1):
+        line = lines[i]
+        if (
+            line.startswith(pointer)
+            and _is_rule(lines[i - 1], rule)
+            and _is_rule(lines[i + 1], rule)
+        ):
+            return line.removeprefix(pointer).strip()
+    return None
+
+
 def _is_rule(line: str, rule: str) -> bool:
     return len(line) >= 10 and set(line) == {rule}
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from the_loop.agent.screens import Dialog, at_input_prompt, find_dialog
+from the_loop.agent.screens import Dialog, at_input_prompt, find_dialog, input_text
 
 STARTING, WORKING, IDLE, BLOCKED, EXITED = "starting", "working", "idle", "blocked", "exited"
 STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
@@ -34,6 +34,9 @@ LIMIT_WAIT_SECONDS = 900.0
 PERMISSION_DIALOG = "claude-permission"
 #: How long an agent shows its input box with no hook before its hooks count as silent.
 SILENT_HOOKS_SECONDS = 30.0
+#: How long after its SessionStart an agent is left to settle before a paste: an Enter
+#: sent in that first instant can be lost, leaving the paste in its input box.
+SETTLE_SECONDS = 2.0
 #: How long after a hook said a dialog the screen must show it (else it was answered).
 DRAWN_SECONDS = 3.0
 #: How much of the end of a hook log is read: the latest events are all a state needs.
@@ -80,6 +83,8 @@ class AgentState:
     exit_status: int | None = None
     #: The screen pattern that found the dialog (``""`` when a hook said it).
     dialog: str = ""
+    #: What stands in its input box while ``idle`` (``""``: empty, or no box read).
+    typed: str = ""
 
     @property
     def takes_a_paste(self) -> bool:
@@ -155,16 +160,33 @@ def derive(
             return AgentState(STARTING, since=pane.activity)
         quiet = now - pane.activity >= QUIET_SECONDS
         return AgentState(IDLE if quiet else WORKING, since=pane.activity)
-    state = _from_hooks(events)
+    return _corrected(harness, _from_hooks(events), events, pane, now)
+
+
+def _corrected(
+    harness: str,
+    state: AgentState,
+    events: Sequence[dict[str, Any]],
+    pane: PaneView,
+    now: float,
+) -> AgentState:
+    """What the hooks said, set right by the live pane and the time since."""
+    last = events[-1]
     if state.state == EXITED:  # the pane runs: an agent restarted since it said it ended
         return AgentState(STARTING, since=pane.activity or state.since)
     if state.state == BLOCKED and state.blocked_on == "limit":
         if now - state.since > LIMIT_WAIT_SECONDS:
             return AgentState(IDLE, since=state.since)  # the limit may have reset: try again
         return state
-    if state.state == BLOCKED and pane.screen.strip() and now - _time(events[-1]) > DRAWN_SECONDS:
+    if state.state == BLOCKED and pane.screen.strip() and now - _time(last) > DRAWN_SECONDS:
         # The hook said a dialog, the screen long shows none: answered in the pane.
-        return AgentState(IDLE, since=_time(events[-1]))
+        return AgentState(IDLE, since=_time(last))
+    fresh = last.get("event") == "SessionStart" and now - state.since < SETTLE_SECONDS
+    if state.state == IDLE and fresh:
+        return AgentState(STARTING, since=state.since)  # its input box is not ready yet
+    if state.state == IDLE:
+        typed = input_text(pane.screen, harness) or ""
+        return AgentState(IDLE, since=state.since, typed=typed)
     return state
 
 

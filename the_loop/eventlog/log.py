@@ -28,7 +28,8 @@ EVENT_TYPES: dict[str, str] = {
     "session_id, forced).",
     "session.spawned": "A harness was started in tmux for a work item (work_item, harness, "
     "session_id, tmux_target, cwd, model, effort; session_per_pr on a new spawn, resumed and "
-    "actor when a resume restarted the agent).",
+    "actor when a resume restarted the agent, and fresh_start when it started it afresh under "
+    "the same id: its session could not be resumed).",
     "session.spawn_failed": "A spawn failed and everything it created was undone (work_item, "
     "error, step).",
     "session.blocked": (
@@ -120,6 +121,10 @@ EVENT_TYPES: dict[str, str] = {
     "found by its mark in the pane, by whichever reader came next).",
     "poll.comment_held": "A comment on a paused item was held until resume (work_item, "
     "comment_id).",
+    "poll.paste_submitted": (
+        "A paste waited in the agent's input box, its Enter lost: Enter was pressed on it, "
+        "never a second paste (work_item, key)."
+    ),
     "poll.paste_dropped": (
         "An agent that says what it received sat idle after a paste without taking it as a "
         "turn: the paste is tried again while attempts are left (work_item, key)."

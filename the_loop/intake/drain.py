@@ -44,6 +44,8 @@ _DONE = (DeliveryState.DELIVERED, DeliveryState.GIVEN_UP)
 #: How long an agent sits idle after a paste without taking it before the paste counts
 #: as dropped (and is pasted again): Claude Code submits a queued paste at once.
 DROPPED_AFTER_SECONDS = 10.0
+#: How often Enter is pressed on a paste left in the agent's input box.
+MOST_SUBMITS = 3
 
 
 def ledger_of(rows: list[Row]) -> DeliveryLedger:
@@ -181,6 +183,8 @@ class _Pane:
             return False
         if ports.clock() - quiet_since < DROPPED_AFTER_SECONDS:
             return False
+        if state.typed:  # the paste sits in its input box, its Enter lost: never paste again
+            return self._submit(key, row)
         resolution = ledger.dropped(key, max_retries=self._retries)
         ports.emit("poll.paste_dropped", "warning", work_item=self.ref.ref, key=str(key))
         self._settle(ledger, (resolution,))
@@ -195,6 +199,31 @@ class _Pane:
             return True
         state = agent(self.session)
         return state is None or state.takes_a_paste
+
+    def _submit(self, key: DeliveryKey, row: Row) -> bool:
+        """Press Enter on what waits in the agent's input box (a paste whose Enter was
+        lost), at most :data:`MOST_SUBMITS` times for one paste; False: its word is
+        awaited again. Nothing is pasted twice into a box that holds it."""
+        ports, submits = self.ports, int(row.get("submits", 0) or 0)
+        if ports.submit is None or submits >= MOST_SUBMITS:
+            return False
+        try:
+            ports.submit(self.target)
+        except TheLoopError as error:
+            ports.warn(f"{self.ref.ref}: could not submit what waits in the agent's box: {error}")
+            return False
+
+        def change(stored: Ledger) -> None:
+            rows = _rows(stored)
+            for each in rows:
+                if str(each.get("id")) == str(key):
+                    each["submits"] = submits + 1
+                    each["tried"] = ports.clock()  # its turn comes after this Enter
+            stored[DELIVERIES] = rows
+
+        self.polls.change(self.ref, change)
+        ports.emit("poll.paste_submitted", work_item=self.ref.ref, key=str(key))
+        return False
 
     @property
     def _retries(self) -> int:

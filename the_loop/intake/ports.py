@@ -187,6 +187,9 @@ class IntakePorts:
     #: after ``since`` (None: it cannot say; a paste then counts once made). None as a
     #: port: every paste counts once made.
     receipt: Callable[[LiveSession, str, float], bool | None] | None = None
+    #: ``submit(target)``: press Enter in the agent's pane, on what waits in its input
+    #: box (None: this reader presses nothing).
+    submit: Callable[[str], None] | None = None
     #: ``answer(target, dialog, option)``: choose ``option`` of the dialog on the pane
     #: (None: this reader answers no dialog).
     answer: Callable[[str, str, str], None] | None = None

@@ -40,10 +40,12 @@ def revive(session: LiveSession, intake: IntakeView, state: AgentState | None) -
     last = _last_restart(intake, session)
     now = ports.clock()
     at = float(last.get("at", 0) or 0)
-    if last and now - at < RESTART_WINDOW_SECONDS and state.since >= at:
-        if not last.get("noticed"):
-            _notice(session, intake, state)
-            _remember(intake, session.ref, {**last, "noticed": True})
+    if last.get("noticed"):
+        return False  # said on the ticket: it waits for a person's start
+    if last and now - at < RESTART_WINDOW_SECONDS:
+        # The pane was replaced at ``at``: this exit is the restarted agent's own.
+        _notice(session, intake, state)
+        _remember(intake, session.ref, {**last, "noticed": True})
         return False
     try:
         ports.restart(session.ref)
