@@ -73,7 +73,8 @@ class Loop(World):
                 "root": str(self.workspace),
                 "repositories": {"octo/app": str(self.remote_repository())},
             },
-            "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 3},
+            # No wait for the agent to come up (tests/test_sessions_start_wait.py has its own).
+            "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 3, "startWaitSeconds": 0},
         }
         for key, value in routing.items():
             merged = {**base.get(key, {}), **value} if isinstance(value, dict) else value

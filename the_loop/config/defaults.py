@@ -65,6 +65,7 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "routing.tmux.keepSessionOnClose": True,
         "routing.tmux.killHarnessOnClose": True,
         "routing.tmux.harnessKillGraceSeconds": 5.0,
+        "routing.tmux.startWaitSeconds": 1.5,
         "routing.tmux.binary": "tmux",
         "routing.tmux.socket": "",
         "routing.control.enabled": True,

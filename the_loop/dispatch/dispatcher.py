@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from the_loop.agent.hooks import hook_log_path, hook_settings
 from the_loop.dispatch.settings import AgentEnvironment, DispatchSettings, agent_environment
+from the_loop.dispatch.startup import EarlyExit, watch_start
 from the_loop.dispatch.teardown import STEP_ERRORS, CloseReport, SessionCloseError, Teardown
 from the_loop.dispatch.tmux import tmux_session_name
 from the_loop.errors import TheLoopError, or_ignore_warnings
@@ -220,9 +221,13 @@ class Dispatcher:
         progress.previous = self.control_store.get(ref)
         progress.recorded = self.control_store.record(ref, START, source="cli", actor=actor)
 
-    def resume_session(self, session: Session, *, actor: str = "") -> Session:
+    def resume_session(
+        self, session: Session, *, actor: str = "", prompt: Callable[[], str] | None = None
+    ) -> Session:
         """Resume a paused session; restart its harness (resume argv, same id and cwd) when
-        its tmux target is no longer live. Returns the record as it is now.
+        its tmux target is no longer live: afresh (start argv, same id, ``prompt()`` again)
+        when the harness says its session cannot be resumed (a Claude Code session that
+        never had a turn). Returns the record as it is now.
 
         Raises :class:`TheLoopError` when there is no live session or the restart fails
         (a session this call resumed is paused again). Runs under the item's spawn lock, so
@@ -230,9 +235,11 @@ class Dispatcher:
         """
         ref = session.work_item
         with self.registry.spawn_lock(ref):
-            return self._resume_locked(ref, actor)
+            return self._resume_locked(ref, actor, prompt)
 
-    def _resume_locked(self, ref: WorkItemRef, actor: str) -> Session:
+    def _resume_locked(
+        self, ref: WorkItemRef, actor: str, prompt: Callable[[], str] | None
+    ) -> Session:
         record = self.registry.find_by_work_item(ref)
         if record is None:
             raise TheLoopError(
@@ -243,14 +250,14 @@ class Dispatcher:
         record = resumed or record
         if record.tmux_target and self.liveness(record) in ("dead", "absent"):
             try:
-                self._restart(record, actor)
+                self._restart(record, actor, prompt)
             except STEP_ERRORS as error:
                 if resumed is not None:
                     self.registry.pause(ref)
                 raise TheLoopError(f"cannot restart the session of {ref.ref}: {error}") from error
         return self.registry.find_by_work_item(ref) or record
 
-    def _restart(self, record: Session, actor: str) -> None:
+    def _restart(self, record: Session, actor: str, prompt: Callable[[], str] | None) -> None:
         _, harness = self._harness(record.harness)
         cwd = Path(record.cwd)
         if not cwd.is_dir():
@@ -258,17 +265,53 @@ class Dispatcher:
                 f"its working directory {cwd} is gone; "
                 f"run `the-loop sessions reset --work-item '{record.ref}'` and start again"
             )
-        argv = harness.resume_argv(
-            session_id=record.harness_session_id,
-            work_item=record.work_item,
-            model=record.model,
-            effort=record.effort,
-            hooks=self.hooks_for(record.work_item, harness),
-        )
-        kept = self.tmux.spawn(record.tmux_target, cwd, argv, self.agent_env(record.harness))
+        env = self.agent_env(record.harness)
+        session_id, hooks = record.harness_session_id, self.hooks_for(record.work_item, harness)
+        resumable = harness.can_resume(session_id, cwd=cwd, env=env)
+        if resumable:
+            argv = harness.resume_argv(
+                session_id=session_id,
+                work_item=record.work_item,
+                model=record.model,
+                effort=record.effort,
+                hooks=hooks,
+            )
+        else:
+            argv = harness.start_argv(
+                session_id=session_id,
+                work_item=record.work_item,
+                prompt=self._prompt_again(record, prompt),
+                model=record.model,
+                effort=record.effort,
+                hooks=hooks,
+            )
+        kept = self.tmux.spawn(record.tmux_target, cwd, argv, env)
         if kept:
             self._warn(f"{record.ref}: kept the previous transcript as tmux session {kept}")
-        self._emit_spawned(record, resumed=True, actor=actor)
+        fresh = {} if resumable else {"fresh_start": True}
+        self._emit_spawned(record, resumed=True, actor=actor, **fresh)
+
+    def _prompt_again(self, record: Session, prompt: Callable[[], str] | None) -> str:
+        """The first prompt again, for an agent started afresh (``""`` and a warning when
+        the caller has none to give)."""
+        if prompt is not None:
+            return prompt()
+        self._warn(
+            f"{record.ref}: its agent never had a turn to resume: started afresh as session "
+            f"{record.harness_session_id}, without the ticket's prompt"
+        )
+        return ""
+
+    def wait_until_up(self, session: Session, seconds: float) -> EarlyExit | None:
+        """Watch the agent just started for ``session`` for ``seconds``: an
+        :class:`~the_loop.dispatch.startup.EarlyExit` (its status, its pane's last lines)
+        when it exited, or its tmux session ended, within them; None when it is still up
+        (or tmux did not answer, or ``seconds`` is 0)."""
+        if not session.tmux_target:
+            return None
+        target = session.tmux_target
+        view, history = partial(self.tmux.pane_view, target), partial(self.tmux.capture, target)
+        return watch_start(view, seconds, history=history)
 
     def hook_log(self, ref: WorkItemRef) -> Path:
         """Where the hooks of ``ref``'s agent write (:mod:`the_loop.agent.hooks`)."""

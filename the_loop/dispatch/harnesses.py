@@ -8,10 +8,12 @@ lets through, and this withholds the ones another harness lets through but this 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from the_loop.config.defaults import default_str
@@ -63,6 +65,12 @@ class Harness(ABC):
         hooks: str = "",
     ) -> list[str]:
         """The argv that resumes the agent session ``session_id``."""
+
+    def can_resume(self, session_id: str, *, cwd: Path, env: Mapping[str, str]) -> bool:
+        """Whether :meth:`resume_argv` can take ``session_id`` up again for an agent that
+        worked in ``cwd`` with ``env``; True unless the harness knows better (Claude Code)."""
+        del session_id, cwd, env
+        return True
 
     def new_session_id(self) -> str:
         """A fresh session id (a UUID4)."""
@@ -139,9 +147,11 @@ class ClaudeHarness(_AgentCli):
     [<prompt>]``: the-loop's hooks (:mod:`the_loop.agent.hooks`) through ``--settings``,
     which Claude Code merges with the operator's own.
 
-    Resume: ``claude --resume <id> [--model M] [--settings <hooks>] [args...] [<prompt>]``.
-    ``effort`` is not passed: Claude Code has no effort flag we can rely on, so an
-    operator who wants one puts it in ``routing.harnesses.claude.args``.
+    Resume: ``claude --resume <id> [--model M] [--settings <hooks>] [args...] [<prompt>]``,
+    which only a session that had a turn can take: before its first turn Claude Code keeps
+    no transcript, and ``--resume`` says "No conversation found" and exits
+    (:meth:`can_resume`). ``effort`` is not passed: Claude Code has no effort flag we can
+    rely on, so an operator who wants one puts it in ``routing.harnesses.claude.args``.
     """
 
     name = "claude"
@@ -158,6 +168,41 @@ class ClaudeHarness(_AgentCli):
         unset_env: Sequence[str] = (),
     ) -> None:
         super().__init__(binary, args, unset_env=unset_env)
+
+    def can_resume(self, session_id: str, *, cwd: Path, env: Mapping[str, str]) -> bool:
+        """Whether Claude Code keeps a transcript of ``session_id`` for ``cwd`` (see
+        :func:`claude_transcripts`): only then does ``--resume`` find the conversation."""
+        return any(path.is_file() for path in claude_transcripts(session_id, cwd, env))
+
+
+#: Claude Code's own limit on a project directory's name: a longer one is cut there and
+#: ends in ``-`` and a hash of the whole path.
+_PROJECT_NAME_LIMIT = 200
+_NOT_ALPHANUMERIC = re.compile(r"[^a-zA-Z0-9]")
+#: A session id that names one file (no path, no glob): what ``sessions register`` takes.
+_FILE_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=-]*\Z")
+
+
+def claude_transcripts(session_id: str, cwd: Path, env: Mapping[str, str]) -> list[Path]:
+    """Where Claude Code keeps the transcript of session ``session_id`` started in ``cwd``:
+    ``<config dir>/projects/<cwd, each character but an ASCII letter or digit as '-'>/
+    <id>.jsonl``; the config dir is the agent's ``$CLAUDE_CONFIG_DIR``, else
+    ``$HOME/.claude``. Both ``cwd`` as given and with its links resolved; a name past 200
+    characters is cut there and ends in a hash, matched by pattern. Empty when ``env``
+    names no config dir, or the id is no plain file name."""
+    home = env.get("HOME", "")
+    config = env.get("CLAUDE_CONFIG_DIR") or (os.path.join(home, ".claude") if home else "")
+    if not config or not _FILE_SAFE_ID.match(session_id):
+        return []
+    projects = Path(config) / "projects"
+    found: list[Path] = []
+    for where in dict.fromkeys((str(cwd), os.path.realpath(cwd))):
+        name = _NOT_ALPHANUMERIC.sub("-", where)
+        if len(name) <= _PROJECT_NAME_LIMIT:
+            found.append(projects / name / f"{session_id}.jsonl")
+        else:  # the cut name holds letters, digits and '-' only: nothing a glob reads
+            found += sorted(projects.glob(f"{name[:_PROJECT_NAME_LIMIT]}-*/{session_id}.jsonl"))
+    return found
 
 
 class CursorHarness(_AgentCli):

@@ -113,6 +113,8 @@ class DispatchSettings:
     keep_session_on_close: bool = default_bool("routing.tmux.keepSessionOnClose")
     kill_harness_on_close: bool = default_bool("routing.tmux.killHarnessOnClose")
     harness_kill_grace_seconds: float = default_float("routing.tmux.harnessKillGraceSeconds")
+    #: How long ``sessions start`` watches the agent it started (``0``: not at all).
+    start_wait_seconds: float = default_float("routing.tmux.startWaitSeconds")
     keep_checkout_on_close: bool = default_bool("routing.workspace.keepCheckoutOnClose")
     remove_dirty_checkouts: bool = default_bool(REMOVE_DIRTY_KEY)
     defaults: FrozenChoices = field(default_factory=FrozenChoices)
@@ -127,6 +129,7 @@ class DispatchSettings:
             keep_session_on_close=config.get_bool("routing.tmux.keepSessionOnClose"),
             kill_harness_on_close=config.get_bool("routing.tmux.killHarnessOnClose"),
             harness_kill_grace_seconds=config.get_float("routing.tmux.harnessKillGraceSeconds"),
+            start_wait_seconds=config.get_float("routing.tmux.startWaitSeconds"),
             keep_checkout_on_close=config.get_bool("routing.workspace.keepCheckoutOnClose"),
             remove_dirty_checkouts=config.get_bool(REMOVE_DIRTY_KEY),
             defaults=FrozenChoices(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from the_loop.commands.common import (
@@ -20,6 +21,7 @@ from the_loop.commands.common import (
     work_item_parent,
 )
 from the_loop.commands.render import Result, terminal_relay
+from the_loop.commands.sessions.came_up import fail_an_early_exit, fail_an_early_restart
 from the_loop.commands.sessions.comments import comment_parent, with_keyword_comment
 from the_loop.commands.sessions.known import require_known
 from the_loop.commands.sessions.lifecycle_report import (
@@ -170,6 +172,7 @@ def run_start(args: argparse.Namespace) -> Result:
             actor=context.actor,
             record_control=True,
         )
+        fail_an_early_exit(stores, dispatcher, spawned)
         line = started_line(spawned.session, spawned.checkout)
         checkout = str(spawned.checkout) if spawned.checkout is not None else None
         kept = spawned.kept_transcript
@@ -182,7 +185,11 @@ def run_start(args: argparse.Namespace) -> Result:
         # resume_session also restarts an active session's agent whose tmux session ended.
         _record(context, stores, ref, START)
         was = "paused" if session.is_paused else "ended"
-        resumed = dispatcher.resume_session(session, actor=context.actor)
+        restarts = not session.is_paused or _agent_gone(dispatcher, session)
+        prompt = _ticket_prompt(context, ref)
+        resumed = dispatcher.resume_session(session, actor=context.actor, prompt=prompt)
+        if restarts:
+            fail_an_early_restart(dispatcher, resumed)
         line = f"{ref.ref}: resumed the {was} {resumed.harness} session{in_tmux(resumed)}"
         result = reported(ref, "resumed", line, checkout=resumed.cwd, **session_facts(resumed))
     else:
@@ -201,6 +208,18 @@ def _say_when_on_defaults(context: Context) -> None:
             "no config file found: every key has its default (`the-loop docs config`); "
             "`the-loop init` writes a commented .the-loop/cli-config.yaml here"
         )
+
+
+def _ticket_prompt(context: Context, ref: WorkItemRef) -> Callable[[], str]:
+    """The first prompt as a start renders it, read from the ticket only when asked: an
+    agent restarted afresh (its session could not be resumed) is given it again."""
+
+    def render() -> str:
+        from the_loop.commands.sessions.ticket import first_prompt
+
+        return first_prompt(context, ref)
+
+    return render
 
 
 def _agent_gone(dispatcher: Dispatcher, session: Session) -> bool:
@@ -248,7 +267,8 @@ def run_resume(args: argparse.Namespace) -> Result:
         line = f"{ref.ref}: already running: {session.harness} session{in_tmux(session)}"
         result = reported(ref, "already running", line, **session_facts(session))
     else:
-        resumed = dispatcher.resume_session(session, actor=context.actor)
+        prompt = _ticket_prompt(context, ref)
+        resumed = dispatcher.resume_session(session, actor=context.actor, prompt=prompt)
         line = f"{ref.ref}: resumed the {resumed.harness} session{in_tmux(resumed)}"
         result = reported(ref, "resumed", line, **session_facts(resumed))
     return with_keyword_comment(result, args.comment, context, stores, ref, RESUME)
