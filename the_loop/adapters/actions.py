@@ -6,8 +6,9 @@ close path, cleanup); nothing here decides what a comment means: that is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from the_loop.adapters.release import clean_up
@@ -87,7 +88,7 @@ class Actions:
             if verb == RESUME and (session is None or not session.is_paused):
                 return "no session" if session is None else "already running"
         if verb == RESUME and session is not None:
-            self.dispatcher.resume_session(session, actor=actor)
+            self.dispatcher.resume_session(session, actor=actor, prompt=self._prompt(facts))
             return "resumed"
         with registry.spawn_lock(ref):
             outcome = clean_up(self.dispatcher, ref, actor=actor, source="comment")
@@ -100,20 +101,25 @@ class Actions:
             self.dispatcher.spawn(facts.ref, prompt=prompt, actor=actor, record_control=False)
             return "started"
         if session.is_paused:
-            self.dispatcher.resume_session(session, actor=actor)
+            self.dispatcher.resume_session(session, actor=actor, prompt=self._prompt(facts))
             return "resumed"
-        if self.dispatcher.liveness(session) in ("dead", "absent"):
-            self.dispatcher.resume_session(session, actor=actor)  # its agent had ended
+        if self.dispatcher.liveness(session) in ("dead", "absent"):  # its agent had ended
+            self.dispatcher.resume_session(session, actor=actor, prompt=self._prompt(facts))
             return "restarted"
         return "already running"
 
-    def restart(self, ref: WorkItemRef) -> None:
+    def restart(self, ref: WorkItemRef, facts: Callable[[], ItemFacts]) -> None:
         """Start ``ref``'s exited agent again, as ``sessions start`` of an active session
-        whose agent ended does (``TheLoopError`` when there is no live record)."""
+        whose agent ended does: ``facts()`` (the ticket, read only when the agent must
+        start afresh) give its first prompt again. ``TheLoopError`` without a live record."""
         session = self.stores.registry.find_by_work_item(ref)
         if session is None:
             raise TheLoopError(f"{ref.ref} has no live session to restart")
-        self.dispatcher.resume_session(session)
+        self.dispatcher.resume_session(session, prompt=lambda: self._prompt(facts())())
+
+    def _prompt(self, facts: ItemFacts) -> Callable[[], str]:
+        """The first prompt of ``facts``' ticket, rendered when asked for."""
+        return partial(render_prompt, self.prompt_template, facts, self.authorized)
 
     def close(self, ref: WorkItemRef, cleanup: bool) -> tuple[int, int]:
         """The one close path; the checkouts are cleaned up only when ``cleanup`` (the

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from the_loop.errors import TheLoopError
@@ -335,7 +336,7 @@ class Round:
                 continue  # another machine holds the item: nothing reaches a pane here
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
                 state = attend(session, intake)  # a block said once on the ticket, or its end
-                if revive(session, intake, state):
+                if revive(session, intake, state, partial(self._facts, session.ref)):
                     continue  # its comments go in once the restarted agent takes a paste
                 drain(session, intake)
 

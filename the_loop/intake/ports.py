@@ -179,10 +179,11 @@ class IntakePorts:
     #: could not say); asked before each paste, which only an agent ``idle`` or
     #: ``working`` takes (None as a port: this reader pastes without asking).
     agent: Callable[[LiveSession], AgentState | None] | None = None
-    #: ``restart(ref)``: start ``ref``'s exited agent again as ``sessions start`` does (its
-    #: transcript resumed when there is one), for the comments that wait (None: this
+    #: ``restart(ref, facts)``: start ``ref``'s exited agent again as ``sessions start``
+    #: does (its transcript resumed when there is one, else afresh with the first prompt
+    #: of ``facts()``, the ticket read only then), for the comments that wait (None: this
     #: reader restarts nothing).
-    restart: Callable[[WorkItemRef], None] | None = None
+    restart: Callable[[WorkItemRef, Callable[[], ItemFacts]], None] | None = None
     #: ``receipt(session, text, since)``: whether the agent took ``text`` as a turn at or
     #: after ``since`` (None: it cannot say; a paste then counts once made). None as a
     #: port: every paste counts once made.

@@ -12,12 +12,14 @@ was said).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from the_loop.agent.state import EXITED, AgentState
 from the_loop.errors import TheLoopError
 from the_loop.intake.events import AGENT_COMMENT_MARKER
-from the_loop.intake.ports import LiveSession
+from the_loop.intake.ports import ItemFacts, LiveSession
 from the_loop.portable.poll import Ledger
 from the_loop.ref import WorkItemRef
 
@@ -29,8 +31,14 @@ RESTART_WINDOW_SECONDS = 120.0
 _WAITING = ("waiting", "held", "pasted", "pending")
 
 
-def revive(session: LiveSession, intake: IntakeView, state: AgentState | None) -> bool:
-    """Restart ``session``'s exited agent when comments wait for it; True when it was."""
+def revive(
+    session: LiveSession,
+    intake: IntakeView,
+    state: AgentState | None,
+    facts: Callable[[], ItemFacts] | None = None,
+) -> bool:
+    """Restart ``session``'s exited agent when comments wait for it; True when it was.
+    ``facts()`` (default: the ticket as GitHub says it) give a fresh start its prompt."""
     ports = intake.ports
     if state is None or state.state != EXITED or ports.restart is None:
         return False
@@ -48,7 +56,7 @@ def revive(session: LiveSession, intake: IntakeView, state: AgentState | None) -
         _remember(intake, session.ref, {**last, "noticed": True})
         return False
     try:
-        ports.restart(session.ref)
+        ports.restart(session.ref, facts or partial(ticket_facts, intake, session.ref))
     except TheLoopError as error:
         ports.warn(f"{session.ref.ref}: could not restart the agent for its comments: {error}")
         return False
@@ -60,6 +68,12 @@ def revive(session: LiveSession, intake: IntakeView, state: AgentState | None) -
         reason="comments wait for it",
     )
     return True
+
+
+def ticket_facts(intake: IntakeView, ref: WorkItemRef) -> ItemFacts:
+    """The ticket's title, URL, body and author, as GitHub says them now (one read)."""
+    issue = intake.ports.github.item(ref)
+    return ItemFacts(ref, issue.title, issue.url, issue.body, issue.author)
 
 
 def forget_restarts(intake: IntakeView, ref: WorkItemRef) -> None:
