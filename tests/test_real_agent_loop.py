@@ -555,3 +555,18 @@ def test_a_comment_after_a_manual_sessions_start_reaches_the_agent(
     )
     assert anthropic.wait_for(user_says(words), timeout=10)
     assert delivered(loop, 15, comment.id)
+
+
+def test_a_manual_sessions_start_answers_the_trust_dialog_of_a_new_checkout(
+    loop: RealLoop, anthropic: FakeAnthropic
+) -> None:
+    """No poller runs: `sessions start` itself answers the folder-trust dialog (with
+    trustCheckouts on), and the ticket's prompt reaches the model."""
+    loop.make_home()  # the checkout is a new folder: not trusted
+    loop.issue(15, TITLE)
+    code, _, err = loop.run_cli(["sessions", "start", "--work-item", item_ref(15).ref])
+    assert code == 0, err
+    assert "trusted its checkout" in err
+    assert anthropic.wait_for(user_says(TITLE), timeout=20)
+    [answered] = loop.events_named("session.trust_answered")
+    assert answered["work_item"] == f"github:{REPO}#15"

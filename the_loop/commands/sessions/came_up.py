@@ -4,8 +4,10 @@ never ``started``. What the dispatcher sees is :mod:`the_loop.dispatch.startup`'
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
+from the_loop.commands.render import note, warn
 from the_loop.dispatch.teardown import SessionCloseError
 from the_loop.errors import TheLoopError
 from the_loop.sessions.session import Session
@@ -23,6 +25,7 @@ def fail_an_early_exit(stores: Stores, dispatcher: Dispatcher, spawned: SpawnRes
     session, seconds = spawned.session, dispatcher.settings.start_wait_seconds
     exited = dispatcher.wait_until_up(session, seconds)
     if exited is None:
+        answer_trust(stores, dispatcher, session)
         return
     what = "closed"
     with stores.registry.spawn_lock(session.work_item):
@@ -38,11 +41,13 @@ def fail_an_early_exit(stores: Stores, dispatcher: Dispatcher, spawned: SpawnRes
     raise TheLoopError(early_exit_message(session, exited, seconds, spawned=True, then=what))
 
 
-def fail_an_early_restart(dispatcher: Dispatcher, session: Session) -> None:
+def fail_an_early_restart(stores: Stores, dispatcher: Dispatcher, session: Session) -> None:
     """Exit 1 when the agent just restarted exits within the same wait; the session stays
     as it was (its agent had ended before this start too)."""
     seconds = dispatcher.settings.start_wait_seconds
     exited = dispatcher.wait_until_up(session, seconds)
+    if exited is None:
+        answer_trust(stores, dispatcher, session)
     if exited is not None:
         message = early_exit_message(session, exited, seconds, spawned=False, then="left as is")
         raise TheLoopError(message)
@@ -61,3 +66,39 @@ def early_exit_message(
     if not exited.last_lines:
         return line
     return "\n".join((f"{line}; its last lines:", *(f"  {text}" for text in exited.last_lines)))
+
+
+#: How long a start looks for Claude Code's folder-trust dialog after the agent came up.
+TRUST_LOOK_SECONDS = 5.0
+_LOOK_EVERY_SECONDS = 0.2
+
+
+def answer_trust(stores: Stores, dispatcher: Dispatcher, session: Session) -> None:
+    """With ``routing.harnesses.claude.trustCheckouts``, answer the folder-trust dialog of
+    the Claude Code agent just started, as the poller would (no other dialog): looked for
+    until the agent says it is at its prompt, another dialog shows, or
+    :data:`TRUST_LOOK_SECONDS` pass. A dialog that cannot be answered is a warning."""
+    from the_loop.adapters.agent_watch import AgentWatch
+    from the_loop.agent.state import BLOCKED, STARTING
+
+    config = dispatcher.config
+    if session.harness != "claude" or not config.get_bool(
+        "routing.harnesses.claude.trustCheckouts"
+    ):
+        return
+    watch = AgentWatch.over(dispatcher.tmux, stores.registry)
+    deadline = time.monotonic() + TRUST_LOOK_SECONDS
+    while time.monotonic() < deadline:
+        state = watch.state(session.work_item, session.harness, session.tmux_target)
+        if state is not None and state.state == BLOCKED and state.blocked_on == "trust":
+            try:
+                watch.answer(session.tmux_target, state.dialog, "yes")
+            except TheLoopError as error:
+                warn(f"{session.ref}: could not answer the folder-trust dialog: {error}")
+                return
+            stores.events.emit("session.trust_answered", work_item=session.ref, dialog=state.dialog)
+            note(f"{session.ref}: trusted its checkout (routing.harnesses.claude.trustCheckouts)")
+            return
+        if state is None or state.state != STARTING:
+            return
+        time.sleep(_LOOK_EVERY_SECONDS)

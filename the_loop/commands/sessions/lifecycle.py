@@ -189,7 +189,7 @@ def run_start(args: argparse.Namespace) -> Result:
         prompt = _ticket_prompt(context, ref)
         resumed = dispatcher.resume_session(session, actor=context.actor, prompt=prompt)
         if restarts:
-            fail_an_early_restart(dispatcher, resumed)
+            fail_an_early_restart(stores, dispatcher, resumed)
         line = f"{ref.ref}: resumed the {was} {resumed.harness} session{in_tmux(resumed)}"
         result = reported(ref, "resumed", line, checkout=resumed.cwd, **session_facts(resumed))
     else:
