@@ -613,6 +613,11 @@ SECTIONS = (
         "webhook receiver under 50 concurrent senders",
     ),
     (
+        "bench_blocked",
+        "A blocked agent (the poll daemon at its 60 s interval, tending between cycles):",
+        "a blocked agent to its notice on the ticket",
+    ),
+    (
         "bench_agent",
         "The agent (its hooks, a new process each as Claude Code runs them; a start):",
         "the agent's hooks and a start with the real Claude Code",
