@@ -15,6 +15,7 @@ import pytest
 from the_loop.agent.hook import entry
 from the_loop.agent.screens import (
     at_input_prompt,
+    box_holds,
     find_dialog,
     input_text,
     pattern_named,
@@ -197,3 +198,74 @@ def test_what_waits_in_the_input_box_is_read_and_a_fresh_start_settles_first() -
     started = [{"t": 10.0, "event": "SessionStart", "source": "resume"}]
     assert state_of(derive("claude", started, pasted, now=11.0)) == "starting", "not yet settled"
     assert state_of(derive("claude", started, pasted, now=12.5)) == "idle"
+
+
+RULE = "─" * 40
+UNKNOWN_DIALOG = "Something new asks\n❯ 1. Go ahead\n  2. Stop\n\nEnter to confirm"
+
+
+def test_an_unknown_dialog_fails_closed_and_a_turn_that_runs_takes_no_paste() -> None:
+    """No known dialog and no input box: nothing is pasted, and once the screen stays so
+    it is ``blocked: unknown`` (said on the ticket), never a screen to type into."""
+    done = [{"t": 10.0, "event": "SessionStart"}, {"t": 11.0, "event": "Stop"}]
+    drawing = derive(
+        "claude", done, PaneView(False, activity=50.0, screen=UNKNOWN_DIALOG), now=51.0
+    )
+    assert drawing is not None and drawing.state == "working" and not drawing.takes_a_paste
+    still = derive("claude", done, PaneView(False, activity=50.0, screen=UNKNOWN_DIALOG), now=54.0)
+    assert still is not None and (still.state, still.blocked_on) == ("blocked", "unknown")
+    assert "Something new asks" in still.prompt and not still.takes_a_paste
+    at_start = PaneView(False, activity=50.0, screen=UNKNOWN_DIALOG)
+    assert state_of(derive("claude", [], at_start, now=60.0)) == "starting"
+    first_run = derive("claude", [], at_start, now=81.0)
+    assert first_run is not None and first_run.blocked_on == "unknown", "a first-run dialog"
+    idle = derive("claude", done, PaneView(False, screen=screen("idle")), now=60.0)
+    assert idle is not None and idle.takes_a_paste
+    turn = [*done, {"t": 12.0, "event": "UserPromptSubmit"}]
+    working = derive("claude", turn, PaneView(False, screen=screen("working")), now=60.0)
+    assert working is not None and working.state == "working" and not working.takes_a_paste
+    typed = derive("claude", done, PaneView(False, screen=screen("big-paste")), now=60.0)
+    assert typed is not None and typed.state == "idle" and not typed.takes_a_paste
+    moving = derive("command", [], PaneView(False, activity=100.0, screen="$ make\n"), now=101.0)
+    assert moving is not None and moving.state == "working" and moving.takes_a_paste
+
+
+def test_each_permission_prompt_is_its_own_episode_however_it_is_read() -> None:
+    done = [{"t": 10.0, "event": "SessionStart"}, {"t": 11.0, "event": "Stop"}]
+    first = [*done, {"t": 20.0, "event": "PermissionRequest", "tool": "Bash", "detail": "ls"}]
+    shown = PaneView(False, activity=20.0, screen=screen("permission-bash"))
+    on_screen = derive("claude", first, shown, now=21.0)
+    before_drawn = derive("claude", first, PaneView(False, screen=""), now=20.5)
+    noticed = [*first, {"t": 26.0, "event": "Notification", "type": "permission_prompt"}]
+    later = derive("claude", noticed, shown, now=27.0)
+    assert on_screen is not None and before_drawn is not None and later is not None
+    assert on_screen.episode == before_drawn.episode == later.episode != ""
+    second = [*first, {"t": 21.0, "event": "PostToolUse"}]
+    second.append({"t": 22.0, "event": "PermissionRequest", "tool": "Bash", "detail": "ls"})
+    again = derive("claude", second, shown, now=23.0)
+    assert again is not None and again.blocked_on == "permission"
+    assert again.episode != on_screen.episode, "the same command asked again is a new prompt"
+    unhooked = derive("claude", done, shown, now=30.0)
+    assert unhooked is not None and unhooked.episode.startswith("permission:")
+
+
+def test_the_input_box_of_several_lines_and_what_it_holds() -> None:
+    box = f"conversation\n{RULE}\n❯ first line\n  second line\n{RULE}\n  footer"
+    assert input_text(box, "claude") == "first line\nsecond line"
+    options = f"{RULE}\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n{RULE}"
+    assert input_text(options, "claude") is None
+    text = "[the-loop] Comment by @alice on github:octo/app#15:\nhttps://x/1\n\n> Fix it."
+    assert box_holds("[the-loop] Comment by @alice on github:octo/app#1\n5:", text), "wrapped"
+    assert box_holds("[Pasted text #2 +4 lines]", text)
+    assert not box_holds("please also look at", text), "a person's own words"
+    assert not box_holds("", text)
+
+
+def test_a_receipt_reads_back_as_far_as_its_paste(tmp_path: Path) -> None:
+    log = tmp_path / "a.jsonl"
+    text = "[the-loop] Comment by @alice on github:octo/app#15:"
+    events = [{"t": 100.0, "event": "UserPromptSubmit", "prompt": text}]
+    events += [{"t": 100.0 + n, "event": "PreToolUse", "pad": "x" * 400} for n in range(1, 400)]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    assert not took_as_turn(read_hook_log(log), text, since=100.0), "the tail alone lost it"
+    assert took_as_turn(read_hook_log(log, since=100.0), text, since=100.0)

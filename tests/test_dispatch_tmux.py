@@ -370,3 +370,32 @@ def test_an_environment_too_big_for_tmux_keeps_what_the_agent_needs() -> None:
     needed = {"HOME": "/h", "PATH": "/bin", "ANTHROPIC_BASE_URL": "http://x", "MINE": "y"}
     env = agent_environment({**big, **needed}, passed=("MINE",), withheld=("GITHUB_TOKEN",))
     assert env == needed
+
+
+def test_the_agents_environment_reaches_it_whole_and_never_on_a_command_line(
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+    tmp_path: Path,
+) -> None:
+    """Values go to tmux on stdin: an API key never stands in a tmux client's argv (which
+    any user can read in the process list), and quotes, newlines, ``$``, ``~`` and ``#``
+    arrive as written."""
+    from the_loop.dispatch.process import run
+
+    argvs: list[list[str]] = []
+
+    def recording(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        argvs.append(list(argv))
+        return run(argv, **kwargs)
+
+    tmux = TmuxRunner(socket=tmux_socket, timeout=30, run=recording)
+    tricky = 'it\'s "quoted" $HOME ~/x #{pane_id} ; {brace}\nsecond line\\'
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "ANTHROPIC_API_KEY": "sk-secret-42"}
+    env["TRICKY"] = tricky
+    out = tmp_path / "env.bin"
+    script = f'printf %s "$TRICKY" > "{out}.t"; printf %s "$ANTHROPIC_API_KEY" > "{out}.k"'
+    script += "; sleep 600"
+    tmux.spawn("loop-envy", tmp_path, ["bash", "-c", script], env)
+    assert wait_until(lambda: Path(f"{out}.k").exists() and Path(f"{out}.k").read_text())
+    assert Path(f"{out}.t").read_text() == tricky
+    assert Path(f"{out}.k").read_text() == "sk-secret-42"
+    assert argvs and not any("sk-secret-42" in word for argv in argvs for word in argv)

@@ -236,7 +236,7 @@ def test_comments_during_a_permission_prompt_wait_and_go_in_once_in_order_after_
     assert PERMISSION_PROMPT in loop.screen(target)
     assert not any_request_holds(anthropic, mark)
     [notice] = loop.notices(15, "blocked on")
-    assert f"> Bash: touch {proof}\n" in notice.body, "the command, quoted as untrusted data"
+    assert f"```text\nBash: touch {proof}\n" in notice.body, "the command, quoted as untrusted data"
     assert "`the-loop allow`" in notice.body and "`the-loop deny`" in notice.body
     assert len(loop.events_named("session.blocked")) == 1
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from the_loop.agent.hooks import hook_log_path
 from the_loop.agent.screens import pattern_named
-from the_loop.agent.state import AgentState, derive, read_hook_log, took_as_turn
+from the_loop.agent.state import EXITED, AgentState, derive, read_hook_log, took_as_turn
 from the_loop.dispatch.tmux import TmuxRunner
 from the_loop.errors import TheLoopError
 from the_loop.intake.ports import LiveSession
@@ -48,8 +48,11 @@ class AgentWatch:
 
         return cls(tmux, log, clock)
 
-    def state(self, ref: WorkItemRef, harness: str, target: str) -> AgentState | None:
-        """The agent's state; None when it has no pane, or tmux could not say."""
+    def state(
+        self, ref: WorkItemRef, harness: str, target: str, *, gone: bool = False
+    ) -> AgentState | None:
+        """The agent's state; None when tmux could not say, or it has no pane (with
+        ``gone``, a tmux session that no longer exists is ``exited``, its status unknown)."""
         if not target:
             return None
         try:
@@ -57,19 +60,20 @@ class AgentWatch:
         except (TheLoopError, ValueError):
             return None
         if pane is None:
-            return None
+            return AgentState(EXITED, since=self.clock()) if gone else None
         return derive(harness, read_hook_log(self.hook_log(ref)), pane, now=self.clock())
 
     def session_state(self, session: LiveSession) -> AgentState | None:
-        """The state of ``session``'s own agent (the intake's ``agent`` port)."""
-        return self.state(session.ref, session.harness, session.tmux_target)
+        """The state of ``session``'s own agent (the intake's ``agent`` port): None only
+        when it cannot be told (then nothing is pasted and no episode is ended)."""
+        return self.state(session.ref, session.harness, session.tmux_target, gone=True)
 
     def receipt(self, session: LiveSession, text: str, since: float) -> bool | None:
         """Whether ``session``'s agent took ``text`` as a turn since ``since`` (None: its
         harness runs no hooks, so it cannot say; a paste then counts when it is made)."""
         if session.harness not in HOOKED_HARNESSES:
             return None
-        events = read_hook_log(self.hook_log(session.ref))
+        events = read_hook_log(self.hook_log(session.ref), since=since if since > 0 else None)
         if not events:
             return None  # its hooks never ran: it cannot say, so it is not waited for
         return took_as_turn(events, text, since)

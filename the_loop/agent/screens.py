@@ -13,6 +13,7 @@ scrolled away must not block anything.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -140,39 +141,59 @@ def _input_boxes() -> dict[str, tuple[str, str]]:
     return {str(k): (str(v["pointer"]), str(v["rule"])) for k, v in boxes.items()}
 
 
+def has_input_box(harness: str) -> bool:
+    """Whether ``harness`` draws an input box the-loop knows (then a paste waits for it)."""
+    return harness in _input_boxes()
+
+
 def at_input_prompt(screen: str, harness: str) -> bool:
-    """Whether ``screen`` shows ``harness``'s input box near its bottom (a rule, a line
-    starting with its prompt sign, a rule): then no modal dialog is up."""
-    box = _input_boxes().get(harness)
-    if box is None:
-        return False
-    pointer, rule = box
-    lines = [line.strip() for line in screen.splitlines() if line.strip()][-8:]
-    return any(
-        lines[i].startswith(pointer)
-        and _is_rule(lines[i - 1], rule)
-        and _is_rule(lines[i + 1], rule)
-        for i in range(1, len(lines) - 1)
-    )
+    """Whether ``screen`` shows ``harness``'s input box at its bottom (a rule, a line
+    starting with its prompt sign and any lines of its text, a rule): then no modal
+    dialog is up."""
+    return input_text(screen, harness) is not None
+
+
+#: How many lines at the bottom of a screen may follow the input box (its footer).
+_FOOTER_LINES = 3
+#: How many lines of text the input box may show (a longer paste shows as a placeholder).
+_BOX_LINES = 12
 
 
 def input_text(screen: str, harness: str) -> str | None:
-    """What stands in ``harness``'s input box on ``screen`` (``""``: empty), or None when
-    no input box shows."""
+    """What stands in ``harness``'s input box on ``screen`` (``""``: empty; its lines
+    joined with newlines), or None when no input box shows at the bottom."""
     box = _input_boxes().get(harness)
     if box is None:
         return None
     pointer, rule = box
-    lines = [line.strip() for line in screen.splitlines() if line.strip()][-8:]
-    for i in range(len(lines) - 2, 0, -1):
-        line = lines[i]
-        if (
-            line.startswith(pointer)
-            and _is_rule(lines[i - 1], rule)
-            and _is_rule(lines[i + 1], rule)
-        ):
-            return line.removeprefix(pointer).strip()
+    lines = [line.strip() for line in screen.splitlines() if line.strip()]
+    last = len(lines) - 1
+    for low in range(last, max(last - _FOOTER_LINES, 0) - 1, -1):
+        if not _is_rule(lines[low], rule):
+            continue
+        for top in range(low - 2, max(low - 2 - _BOX_LINES, -1), -1):
+            if _is_rule(lines[top], rule):
+                if lines[top + 1].startswith(pointer):
+                    text = [lines[top + 1].removeprefix(pointer).strip(), *lines[top + 2 : low]]
+                    return "\n".join(text).strip()
+                break  # a rule above a line that is not the prompt: no box here
     return None
+
+
+#: How Claude Code shows a long paste in its input box.
+_PASTED_PLACEHOLDER = re.compile(r"\[Pasted text #\d+(?: \+\d+ lines)?\]")
+#: How much of the box's text must open the paste for the box to hold it.
+_HOLDS_CHARS = 200
+
+
+def box_holds(typed: str, text: str) -> bool:
+    """Whether ``typed`` (what the input box shows) is ``text`` (a paste): its
+    placeholder, or its opening, blanks and line wrapping aside. A person's own words in
+    the box are not, and no Enter is ever pressed on them."""
+    if _PASTED_PLACEHOLDER.fullmatch(typed.strip()):
+        return True
+    shown = "".join(typed.split())[:_HOLDS_CHARS]
+    return bool(shown) and "".join(text.split()).startswith(shown)
 
 
 def _is_rule(line: str, rule: str) -> bool:

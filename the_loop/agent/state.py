@@ -6,25 +6,37 @@ its input prompt), ``blocked`` (a dialog waits for a person: on what, and its te
 on the visible screen blocks, whatever the hooks said last); the hooks decide the rest.
 A harness without hooks (``cursor``, ``command``) is read from its pane alone: live and
 no dialog is ``working`` while the pane changed within :data:`QUIET_SECONDS`, then
-``idle``. Only ``idle`` and ``working`` take a paste: Claude Code queues a paste that
-arrives mid-turn and sends it when the turn ends.
+``idle``.
+
+A paste goes only where it becomes a turn, never into a dialog. An agent with an input
+box (Claude Code) takes one only while ``idle`` with its box on the screen and empty: a
+turn that runs may raise a permission prompt between the read and the paste's Enter,
+so a comment for a working agent waits for its turn to end. A screen that shows
+neither the box nor a known dialog, and stays so, is ``blocked: unknown``: an unknown
+dialog fails closed. An agent without a box (``command``) takes a paste while ``idle``
+or ``working``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from the_loop.agent.screens import Dialog, at_input_prompt, find_dialog, input_text
+from the_loop.agent.screens import (
+    Dialog,
+    at_input_prompt,
+    find_dialog,
+    has_input_box,
+    input_text,
+)
 
 STARTING, WORKING, IDLE, BLOCKED, EXITED = "starting", "working", "idle", "blocked", "exited"
 STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
-#: The states in which a paste becomes a turn.
-TAKES_A_PASTE = frozenset((IDLE, WORKING))
 #: A pane with no hooks that has not changed for this long is at its prompt.
 QUIET_SECONDS = 5.0
 #: How long an agent that hit a usage or rate limit is left alone before a waiting
@@ -41,6 +53,8 @@ SETTLE_SECONDS = 2.0
 DRAWN_SECONDS = 3.0
 #: How much of the end of a hook log is read: the latest events are all a state needs.
 TAIL_BYTES = 64 * 1024
+#: How many of the screen's last lines an unknown dialog is told by.
+UNKNOWN_LINES = 20
 
 #: The state each hook event leaves the agent in (a permission request is read apart).
 _AFTER_EVENT = {
@@ -85,10 +99,19 @@ class AgentState:
     dialog: str = ""
     #: What stands in its input box while ``idle`` (``""``: empty, or no box read).
     typed: str = ""
+    #: Which blocked episode this is: the same dialog reads as the same episode, another
+    #: one (a second permission prompt) as another.
+    episode: str = ""
+    #: Whether a paste may go in while a turn runs (an agent without hooks or input box).
+    mid_turn: bool = True
 
     @property
     def takes_a_paste(self) -> bool:
-        return self.state in TAKES_A_PASTE
+        """Whether a paste now becomes a turn: ``idle`` with nothing typed in its box, or
+        ``working`` when a paste mid-turn cannot meet a dialog."""
+        if self.state == IDLE:
+            return not self.typed
+        return self.state == WORKING and self.mid_turn
 
     def describe(self) -> str:
         """One short phrase: ``idle``, ``blocked: permission``, ``exited (1)``."""
@@ -114,22 +137,34 @@ class AgentState:
         }
 
 
-def read_hook_log(path: Path, tail_bytes: int = TAIL_BYTES) -> list[dict[str, Any]]:
-    """The events at the end of the hook log ``path`` (empty when there is none); a line
-    cut by the tail or not JSON is skipped. Never follows a link."""
+def read_hook_log(
+    path: Path, tail_bytes: int = TAIL_BYTES, *, since: float | None = None
+) -> list[dict[str, Any]]:
+    """The events at the end of the hook log ``path`` (empty when there is none); with
+    ``since``, read further back until every event from then on is in (a busy agent's
+    log can outgrow the tail between two reads). A line cut by the tail or not JSON is
+    skipped. Never follows a link."""
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return []
     try:
         size = os.fstat(descriptor).st_size
-        start = max(0, size - tail_bytes)
-        os.lseek(descriptor, start, os.SEEK_SET)
-        data = os.read(descriptor, size - start)
+        while True:
+            start = max(0, size - tail_bytes)
+            os.lseek(descriptor, start, os.SEEK_SET)
+            data = os.read(descriptor, size - start)
+            events = _events(data, cut=start > 0)
+            if since is None or not start or (events and _time(events[0]) < since - 1.0):
+                return events
+            tail_bytes *= 4
     finally:
         os.close(descriptor)
+
+
+def _events(data: bytes, *, cut: bool) -> list[dict[str, Any]]:
     lines = data.decode("utf-8", "replace").split("\n")
-    if start:
+    if cut:
         lines = lines[1:]  # the first may be cut
     events: list[dict[str, Any]] = []
     for line in lines:
@@ -155,12 +190,24 @@ def derive(
     dialog = find_dialog(pane.screen, harness)
     if dialog is not None:
         return _blocked_by(dialog, events, pane)
+    boxed = has_input_box(harness)
     if not events:
         if harness == "claude" and not _hooks_silent(harness, pane, now):
+            if _stuck(pane, now, SILENT_HOOKS_SECONDS):
+                return _unknown(pane)  # a first-run dialog no pattern knows
             return AgentState(STARTING, since=pane.activity)
         quiet = now - pane.activity >= QUIET_SECONDS
-        return AgentState(IDLE if quiet else WORKING, since=pane.activity)
-    return _corrected(harness, _from_hooks(events), events, pane, now)
+        state = AgentState(IDLE if quiet else WORKING, since=pane.activity)
+    else:
+        state = _corrected(harness, _from_hooks(events), events, pane, now)
+        state = replace(state, mid_turn=False)  # its turns may raise a permission prompt
+    if not boxed or state.state not in (IDLE, WORKING):
+        return state
+    if input_text(pane.screen, harness) is not None:
+        return state
+    if _stuck(pane, now, DRAWN_SECONDS):
+        return _unknown(pane)  # neither its box nor a known dialog: never paste into it
+    return AgentState(WORKING, since=state.since, mid_turn=False)  # still drawing
 
 
 def _corrected(
@@ -190,6 +237,21 @@ def _corrected(
     return state
 
 
+def _stuck(pane: PaneView, now: float, seconds: float) -> bool:
+    """A screen with something on it, neither the input box nor a known dialog, unchanged
+    for ``seconds``."""
+    return bool(pane.screen.strip()) and now - pane.activity >= seconds
+
+
+def _unknown(pane: PaneView) -> AgentState:
+    """Blocked on a dialog no pattern knows: its text is the screen's last lines."""
+    lines = [line.rstrip() for line in pane.screen.splitlines() if line.strip()]
+    text = "\n".join(lines[-UNKNOWN_LINES:])[:1500]
+    return AgentState(
+        BLOCKED, since=pane.activity, blocked_on="unknown", prompt=text, episode="unknown"
+    )
+
+
 def _hooks_silent(harness: str, pane: PaneView, now: float) -> bool:
     """An agent at its input box for :data:`SILENT_HOOKS_SECONDS` with no hook yet: its
     hooks do not run (a settings file of the operator's that turns them off, say), so it
@@ -201,16 +263,47 @@ def _blocked_by(dialog: Dialog, events: Sequence[dict[str, Any]], pane: PaneView
     """A dialog on the screen; for a permission prompt, the hook's tool and its detail."""
     prompt = dialog.text
     last: dict[str, Any] = events[-1] if events else {}
-    if dialog.pattern.blocked_on == "permission" and last.get("event") == "PermissionRequest":
-        prompt = _permission_text(last) + "\n\n" + prompt
+    blocked_on = dialog.pattern.blocked_on
+    episode = blocked_on
+    if blocked_on == "permission":
+        request = _permission_request(events)
+        if request is not None:
+            prompt = _permission_text(request) + "\n\n" + prompt
+            episode = _request_episode(request)
+        else:  # no hook said it: the prompt is told by its text (its command)
+            episode = "permission:" + _digest(dialog.text)
     since = _time(last) if last else pane.activity
     return AgentState(
         BLOCKED,
         since=since,
-        blocked_on=dialog.pattern.blocked_on,
+        blocked_on=blocked_on,
         prompt=prompt.strip(),
         dialog=dialog.pattern.name,
+        episode=episode,
     )
+
+
+def _permission_request(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ``PermissionRequest`` still open: the latest event but notifications, when it
+    is one (a tool that ran, a turn that ended or began closes it)."""
+    for event in reversed(events):
+        name = event.get("event")
+        if name == "Notification":
+            continue
+        return event if name == "PermissionRequest" else None
+    return None
+
+
+def _request_episode(request: dict[str, Any]) -> str:
+    """One permission prompt's identity: its request's time, tool and detail."""
+    return f"permission@{_time(request)}:" + _digest(_permission_text(request))
+
+
+def _digest(text: str) -> str:
+    """A short digest of ``text`` with the option pointer, digits and blanks left out, so
+    a redraw (the pointer moved, a counter ticked) reads as the same dialog."""
+    kept = "".join(c for c in text if not c.isdigit() and c not in "❯›>").split()
+    return hashlib.sha256(" ".join(kept).encode()).hexdigest()[:16]
 
 
 def _from_hooks(events: Sequence[dict[str, Any]]) -> AgentState:
@@ -222,7 +315,18 @@ def _from_hooks(events: Sequence[dict[str, Any]]) -> AgentState:
             break
         since = _time(earlier)
     dialog = PERMISSION_DIALOG if blocked_on == "permission" else ""
-    return AgentState(state, since=since, blocked_on=blocked_on, prompt=prompt, dialog=dialog)
+    episode = blocked_on
+    request = _permission_request(events) if blocked_on == "permission" else None
+    if request is not None:
+        episode = _request_episode(request)
+    return AgentState(
+        state,
+        since=since,
+        blocked_on=blocked_on,
+        prompt=prompt,
+        dialog=dialog,
+        episode=episode,
+    )
 
 
 def _state_after(event: dict[str, Any]) -> tuple[str, str, str]:
@@ -256,7 +360,9 @@ def _time(event: dict[str, Any]) -> float:
 
 
 #: How much of a delivery's start must open a submitted prompt for it to be that delivery.
-RECEIPT_KEY_CHARS = 160
+#: The start of a delivery names its author and links its comment (or names its review
+#: or check), so this much tells two deliveries apart; the hook keeps more of a prompt.
+RECEIPT_KEY_CHARS = 560
 
 
 def took_as_turn(events: Sequence[dict[str, Any]], text: str, since: float) -> bool:

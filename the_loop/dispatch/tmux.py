@@ -178,12 +178,12 @@ class TmuxRunner:
         """Start ``argv`` (no shell) in a new detached session ``name`` in ``cwd``.
 
         ``remain-on-exit`` is on before the agent starts, so even an agent that
-        exits at once leaves its pane. The session's environment is ``env`` (set with
-        ``new-session -e``): every other variable of the server's global environment
-        (whatever the command that first started the server had) and the withheld ones
-        are removed from what the agent gets. A dead session of that name (a transcript)
-        is kept under a new name, which is returned; a live one is refused with a
-        ``DispatchError`` (and left running).
+        exits at once leaves its pane. The session's environment is ``env`` (set through
+        ``source-file -`` on stdin, off every command line): every other variable of the
+        server's global environment (whatever the command that first started the server
+        had) and the withheld ones are removed from what the agent gets. A dead session of
+        that name (a transcript) is kept under a new name, which is returned; a live one
+        is refused with a ``DispatchError`` (and left running).
         """
         check_name(name)
         program = _direct_argv(argv)
@@ -456,21 +456,42 @@ class TmuxRunner:
         return None
 
     def _new_session(self, name: str, cwd: Path, env: Mapping[str, str]) -> None:
-        env_args: list[str] = []
-        for key, value in env.items():
-            if not key or "=" in key:
+        for key in env:
+            if not key or "=" in key or "\n" in key:
                 raise ValueError(f"invalid environment variable name {key!r}")
-            env_args += ["-e", f"{key}={value}"]
-        argv = ["new-session", "-d", "-s", name, "-c", str(cwd), *env_args, "--", *_PLACEHOLDER]
+        argv = ["new-session", "-d", "-s", name, "-c", str(cwd), "--", *_PLACEHOLDER]
         created = self._tmux(*argv, check=False)
         if created.returncode != 0 and _SERVER_EXITING in created.stderr:
             # Its last session just ended, so the server was on its way out: start a new one.
             created = self._tmux(*argv, check=False)
         if created.returncode == 0:
+            if env:
+                self._set_environment(name, env)
             return
         if "duplicate session" in created.stderr:
             raise DispatchError(f"tmux session {name} is already running; {RUNNING_HINT}")
         raise self._failure(self.command(*argv), created.stderr)
+
+    def _set_environment(self, name: str, env: Mapping[str, str]) -> None:
+        """Set ``env`` as session ``name``'s environment (what its agent starts with).
+        The values go to tmux as commands on stdin (``source-file -``), never on a command
+        line another user can read in the process list (an API key, say)."""
+        target = f"={name}"
+        commands = "".join(
+            f"set-environment -t {target} {_tmux_quoted(key)} {_tmux_quoted(value)}\n"
+            for key, value in env.items()
+        )
+        try:
+            self._run(
+                self.command("source-file", "-"),
+                timeout=self.timeout,
+                check=True,
+                env=self._client_env(),
+                input=commands,
+            )
+        except DispatchError:
+            self.kill(name)
+            raise
 
     def _panes(self, name: str) -> list[tuple[bool, int]] | None:
         """``(dead, pid)`` per pane, or None when the session is absent."""
@@ -539,6 +560,20 @@ class TmuxRunner:
     def _failure(self, argv: Sequence[str], stderr: str) -> DispatchError:
         detail = trim(stderr)
         return DispatchError(f"`{describe(argv)}` failed" + (f": {detail}" if detail else ""))
+
+
+def _tmux_quoted(text: str) -> str:
+    """``text`` as one word of tmux's command language, taken literally: single-quoted
+    pieces (no expansion inside), a quote or a newline between them double-quoted."""
+    pieces: list[str] = []
+    for part in text.replace("\n", "\0\n\0").replace("'", "\0'\0").split("\0"):
+        if part == "'":
+            pieces.append('"\'"')
+        elif part == "\n":
+            pieces.append('"\\n"')
+        elif part:
+            pieces.append(f"'{part}'")
+    return "".join(pieces) or "''"
 
 
 def process_group_running(pgid: int) -> bool:

@@ -1,8 +1,9 @@
 """``allow`` and ``deny``: an authorized login answers the agent's permission prompt.
 
-Only the prompt that was on when the comment was written is answered: the comment must
-come after the blocked notice of the episode still open, and the agent must still show
-that permission prompt. The-loop sends the keys that choose the option (the screen
+Only the prompt that was on when the comment was written is answered, and only once: the
+comment must come after the blocked notice of the episode still open, the agent must
+still show that same permission prompt (told by its request, not only by its kind), and
+nobody may have answered it here yet. The-loop sends the keys that choose the option (the screen
 pattern names them), remembers who answered for the notice's end, and confirms on the
 ticket. Anything else is said on the ticket and nothing is sent. Who may answer is
 decided before this, as for every command (authorized, and with write access).
@@ -10,11 +11,11 @@ decided before this, as for every command (authorized, and with write access).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from the_loop.agent.state import BLOCKED
 from the_loop.errors import TheLoopError
-from the_loop.intake.attention import answered, open_episode
+from the_loop.intake.attention import answered, open_episode, shows_episode
 from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment
 from the_loop.intake.ports import Action, LiveSession
 
@@ -39,8 +40,10 @@ def answer_prompt(
         why = "it has no running agent here"
     elif state.state != BLOCKED or state.blocked_on != "permission" or not state.dialog:
         why = f"its agent is not waiting on a permission prompt (it is {state.describe()})"
-    elif episode is None or float(episode.get("at", 0)) > comment.created_at.timestamp():
+    elif episode is None or not _before(episode, comment) or not shows_episode(episode, state):
         why = "the prompt it waits on now came after this comment was written"
+    elif episode.get("answered"):
+        why = f"that prompt was answered already ({episode.get('answered')})"
     elif ports.answer is None:
         why = "this reader cannot answer a prompt"
     else:
@@ -78,6 +81,11 @@ def answer_prompt(
         outcome=outcome,
     )
     return outcome
+
+
+def _before(episode: dict[str, Any], comment: IssueComment) -> bool:
+    """Whether the episode's notice came before ``comment`` was written."""
+    return float(episode.get("at", 0)) <= comment.created_at.timestamp()
 
 
 def _say(intake: IntakeView, comment: IssueComment, line: str) -> None:

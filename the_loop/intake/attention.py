@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from the_loop.agent.state import BLOCKED, EXITED, AgentState
 from the_loop.errors import TheLoopError
-from the_loop.intake.delivery import quoted, visible_text
+from the_loop.intake.delivery import visible_text
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.ports import LiveSession
 from the_loop.portable.poll import Ledger
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 #: The ledger key of the open blocked episode.
 BLOCKED_KEY = "blocked"
+#: How long a prompt answered here may stay on the screen before its answer counts as lost.
+ANSWER_TAKES_SECONDS = 30.0
 _HOW_TO = {
     "permission": (
         "An authorized user answers with a comment `{prefix} allow` (run it once) or "
@@ -52,19 +54,25 @@ def attend(session: LiveSession, intake: IntakeView) -> AgentState | None:
     if ports.agent is None:
         return None
     state = ports.agent(session)
+    if state is None:
+        return None  # tmux could not say: the episode stays as it was
     episode = _episode(intake, session)
-    if state is not None and state.state == BLOCKED:
+    if state.state == BLOCKED:
         if _answer_trust(session, state, intake):
             return state
-        if episode is not None and episode.get("on") == state.blocked_on:
-            if not episode.get("comment"):  # a crash or a refusal cut its notice short
-                _say(session, intake, episode)
-            return state  # the same block: said already
+        if episode is not None and shows_episode(episode, state):
+            if not _answer_lost(intake, episode):
+                if not episode.get("comment"):  # a crash or a refusal cut its notice short
+                    _say(session, intake, episode)
+                return state  # the same block: said already
+            _end(session, intake, episode, "the answer sent here did not take")
+            _begin(session, intake, state)
+            return state
         if episode is not None:
             _end(session, intake, episode, "the agent went on to another dialog")
         _begin(session, intake, state)
     elif episode is not None:
-        exited = state is None or state.state == EXITED
+        exited = state.state == EXITED
         how = str(episode.get("answered") or "")
         how = how or ("the agent exited" if exited else "it was answered in the pane")
         _end(session, intake, episode, how)
@@ -78,6 +86,7 @@ def answered(intake: IntakeView, session: LiveSession, how: str) -> None:
         episode = ledger.get(BLOCKED_KEY)
         if isinstance(episode, dict):
             episode["answered"] = how
+            episode["answered_at"] = intake.ports.clock()
 
     intake.ports.ledger.change(session.ref, change)
 
@@ -90,6 +99,21 @@ def open_episode(intake: IntakeView, session: LiveSession) -> dict[str, Any] | N
 def _episode(intake: IntakeView, session: LiveSession) -> dict[str, Any] | None:
     value = intake.ports.ledger.value(session.ref, BLOCKED_KEY)
     return dict(value) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _answer_lost(intake: IntakeView, episode: dict[str, Any]) -> bool:
+    """Whether the prompt answered here still shows :data:`ANSWER_TAKES_SECONDS` after:
+    its keys did not take, so it is said again (and may be answered again)."""
+    at = episode.get("answered_at")
+    return isinstance(at, int | float) and intake.ports.clock() - at > ANSWER_TAKES_SECONDS
+
+
+def shows_episode(episode: dict[str, Any], state: AgentState) -> bool:
+    """Whether ``state`` shows the dialog of ``episode`` (an episode written before
+    episodes had identities is told by what it blocked on)."""
+    if "key" not in episode:
+        return episode.get("on") == state.blocked_on
+    return episode.get("key") == state.episode
 
 
 def _answer_trust(session: LiveSession, state: AgentState, intake: IntakeView) -> bool:
@@ -118,12 +142,13 @@ def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
             f"the-loop: the agent is blocked on a {_NAMES.get(state.blocked_on, 'dialog')} "
             "and waits for a person. What it shows (the agent's words, untrusted):",
             "",
-            *quoted(shown[:1500]),
+            *fenced(shown[:1500]),
             "",
             how,
         ]
     )
     record: dict[str, Any] = {"on": state.blocked_on, "since": state.since, "at": ports.clock()}
+    record["key"] = state.episode
     record |= {"comment": 0, "dialog": state.dialog, "nonce": secrets.token_hex(8)}
     record["body"] = body
     _write(intake, ref, record)  # before the POST: a crash after it finds it by its nonce
@@ -136,6 +161,17 @@ def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
         prompt=state.prompt[:500],
         comment_id=comment,
     )
+
+
+def fenced(text: str) -> list[str]:
+    """``text`` as a fenced code block, its fence longer than any run of backticks in it:
+    on GitHub nothing in it renders (no mention, no link, no markup), whatever it says."""
+    run, longest = 0, 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return [fence + "text", *text.split("\n"), fence]
 
 
 def _say(session: LiveSession, intake: IntakeView, episode: dict[str, Any]) -> int | None:

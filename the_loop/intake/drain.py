@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from the_loop.agent.screens import box_holds
+from the_loop.agent.state import EXITED, IDLE
 from the_loop.errors import TheLoopError
 from the_loop.intake.acknowledgement import acknowledge_delivered
 from the_loop.intake.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
@@ -179,34 +181,42 @@ class _Pane:
             return True
         state = ports.agent(self.session) if ports.agent is not None else None
         quiet_since = max(since, state.since if state is not None else 0.0)
-        if state is None or state.state != "idle":
+        exited = state is not None and state.state == EXITED  # it ended without taking it
+        if state is None or (state.state != IDLE and not exited):
             return False
-        if ports.clock() - quiet_since < DROPPED_AFTER_SECONDS:
+        if not exited and ports.clock() - quiet_since < DROPPED_AFTER_SECONDS:
             return False
-        if state.typed:  # the paste sits in its input box, its Enter lost: never paste again
-            return self._submit(key, row)
+        if state.typed and not exited:
+            if not box_holds(state.typed, _text(rows, key)):
+                return False  # a person's words stand in its box: the paste waits for them
+            return self._submit(ledger, key, row)  # its Enter was lost: never paste again
         resolution = ledger.dropped(key, max_retries=self._retries)
         ports.emit("poll.paste_dropped", "warning", work_item=self.ref.ref, key=str(key))
         self._settle(ledger, (resolution,))
         return True
 
     def _agent_takes_a_paste(self) -> bool:
-        """Whether the agent takes a paste now: ``idle`` or ``working`` (or a reader that
-        cannot ask, or a pane tmux could not describe: the paste itself then fails). A
-        comment is never the keystroke that answers a dialog."""
+        """Whether the agent takes a paste now (:attr:`AgentState.takes_a_paste`; a
+        reader that cannot ask pastes, as before agents were read). An agent whose state
+        cannot be told gets nothing: a comment is never the keystroke that answers a
+        dialog."""
         agent = self.ports.agent
         if agent is None:
             return True
         state = agent(self.session)
-        return state is None or state.takes_a_paste
+        return state is not None and state.takes_a_paste
 
-    def _submit(self, key: DeliveryKey, row: Row) -> bool:
-        """Press Enter on what waits in the agent's input box (a paste whose Enter was
-        lost), at most :data:`MOST_SUBMITS` times for one paste; False: its word is
-        awaited again. Nothing is pasted twice into a box that holds it."""
+    def _submit(self, ledger: DeliveryLedger, key: DeliveryKey, row: Row) -> bool:
+        """Press Enter on the paste that waits in the agent's input box (its Enter was
+        lost), at most :data:`MOST_SUBMITS` times; then it is given up, said on the ticket.
+        False: its word is awaited again. Nothing is pasted twice into a box that holds
+        it."""
         ports, submits = self.ports, int(row.get("submits", 0) or 0)
-        if ports.submit is None or submits >= MOST_SUBMITS:
+        if ports.submit is None:
             return False
+        if submits >= MOST_SUBMITS:
+            self._settle(ledger, (ledger.stuck(key),))
+            return True
         try:
             ports.submit(self.target)
         except TheLoopError as error:

@@ -50,6 +50,7 @@ class Why(StrEnum):
     NOT_PASTED = "neither the mark nor a later paste says it reached the pane"
     OVERWRITTEN = "a later paste replaced the mark: it may or may not have been pasted"
     RETRIES_SPENT = "every attempt is spent"
+    STUCK = "it stayed in the agent's input box, and Enter did not submit it"
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,12 @@ class DeliveryLedger:
         if entry.attempts < max_retries:
             return Resolution(entry.comment_id, Verdict.RETRY, Why.DROPPED)
         return Resolution(entry.comment_id, Verdict.GIVE_UP, Why.RETRIES_SPENT)
+
+    def stuck(self, comment_id: DeliveryKey) -> Resolution:
+        """A ``pasted`` entry left in the agent's input box however often Enter was
+        pressed: given up (and said), never pasted again into a box that holds it."""
+        entry = self._expect(comment_id, DeliveryState.PASTED)
+        return Resolution(entry.comment_id, Verdict.GIVE_UP, Why.STUCK)
 
     def release_held(self) -> DeliveryLedger:
         """Resume: every ``held`` entry becomes ``waiting``, keeping its place."""

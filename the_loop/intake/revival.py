@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 RESTART_KEY = "restart"
 RESTART_WINDOW_SECONDS = 120.0
 _WAITING = ("waiting", "held", "pasted", "pending")
+#: A crash's paste, or one the agent has not yet said it took: settled before a restart
+#: replaces the pane that holds its mark.
+_UNSETTLED = ("pasted", "pending")
 
 
 def revive(
@@ -45,13 +48,17 @@ def revive(
     rows = ports.ledger.deliveries(session.ref)
     if not any(str(row.get("state")) in _WAITING for row in rows):
         return False
+    if any(str(row.get("state")) in _UNSETTLED for row in rows):
+        return False  # settled against the exited pane and its hooks first (the drain)
     last = _last_restart(intake, session)
     now = ports.clock()
     at = float(last.get("at", 0) or 0)
     if last.get("noticed"):
         return False  # said on the ticket: it waits for a person's start
-    if last and now - at < RESTART_WINDOW_SECONDS:
-        # The pane was replaced at ``at``: this exit is the restarted agent's own.
+    # When it ended, however late this round reads it (a cron's ``poll --once``, say).
+    exited_at = min(state.since or now, now)
+    if last and exited_at - at < RESTART_WINDOW_SECONDS:
+        # The pane was replaced at ``at`` and this agent ended within the window.
         _notice(session, intake, state)
         _remember(intake, session.ref, {**last, "noticed": True})
         return False
