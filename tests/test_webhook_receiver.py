@@ -134,6 +134,22 @@ def test_an_event_the_loop_does_not_act_on_is_202_ignored_and_not_stored(
     assert (event["delivery"], event["github_event"]) == ("d-w", "watch")
 
 
+def test_an_event_name_with_a_digit_is_202_ignored_as_any_event_not_acted_on(
+    running: Running,
+) -> None:
+    """A webhook set to send everything sends ``projects_v2_item``: not a failed delivery."""
+    payload = {"action": "edited", "projects_v2_item": {"id": 7}}
+    answer = deliver(running.address, payload, event="projects_v2_item", delivery="d-p2")
+    assert (answer.status, answer.body) == (
+        202,
+        "accepted: projects_v2_item events are not acted on\n",
+    )
+    assert running.inbox.pending() == []
+    [event] = running.events("webhook.ignored")
+    assert (event["delivery"], event["github_event"]) == ("d-p2", "projects_v2_item")
+    assert rejected(running) == []
+
+
 def test_another_path_is_404_and_another_method_405(running: Running) -> None:
     assert send(running.address, request(b"{}", path="/elsewhere")).status == 404
     answer = send(running.address, request(b"", method="GET", content_length=False))

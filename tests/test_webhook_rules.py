@@ -106,6 +106,25 @@ def test_a_delivery_is_its_headers_and_a_json_object() -> None:
     assert isinstance(refused, Answer) and "content type to application/json" in refused.text
 
 
+@pytest.mark.parametrize(
+    "event",
+    ["projects_v2_item", "projects_v2", "issues", "x", "merge_group", "a" * 64, "v2"],
+)
+def test_any_event_name_github_can_send_is_a_delivery(event: str) -> None:
+    sent = head(f"X-GitHub-Event: {event}", "X-GitHub-Delivery: d-1")
+    received = read_delivery(sent, b"{}")
+    assert not isinstance(received, Answer)
+    assert received.event == event
+
+
+@pytest.mark.parametrize(
+    "event", ["", "a" * 65, "Issues", "issue-comment", "issue.comment", "issue comment", "é"]
+)
+def test_what_cannot_be_an_event_name_is_400_bad_event(event: str) -> None:
+    sent = head(f"X-GitHub-Event: {event}", "X-GitHub-Delivery: d-1")
+    assert status_of(read_delivery(sent, b"{}")) == (400, "bad-event")  # type: ignore[arg-type]
+
+
 def test_loopback_is_decided_by_every_address_a_host_names() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("127.1.2.3")
     assert is_loopback("localhost")

@@ -26,8 +26,9 @@ EVENT_HEADER = "X-GitHub-Event"
 DELIVERY_HEADER = "X-GitHub-Delivery"
 #: What a delivery id may be: GitHub sends a GUID.
 DELIVERY_ID = re.compile(r"[A-Za-z0-9-]{1,100}\Z")
-#: What an event name may be: GitHub's are lowercase words joined by ``_``.
-EVENT_NAME = re.compile(r"[a-z_]{1,64}\Z")
+#: What an event name may be: GitHub's are lowercase words and digits joined by ``_``
+#: (``projects_v2_item``); an event not acted on is answered 202 and ignored.
+EVENT_NAME = re.compile(r"[a-z0-9_]{1,64}\Z")
 _DIGITS = re.compile(r"[0-9]{1,12}\Z")
 
 #: What became of a request: refused, or one of the ways a delivery is taken.
