@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +19,7 @@ from the_loop.commands.render import Result, progress
 from the_loop.errors import UsageError
 
 if TYPE_CHECKING:
-    import threading
-
+    from the_loop.commands.webhook_feed import Feeding
     from the_loop.dispatch.daemons import PollerLock
     from the_loop.eventlog.log import EventLog
     from the_loop.webhook.inbox import Inbox
@@ -29,14 +27,12 @@ if TYPE_CHECKING:
 
 STOP_TIMEOUT_SECONDS = 30.0
 DAEMON = "webhook receiver"
-
-
-@dataclass(frozen=True)
-class Feeding:
-    """The processing side's thread, and how to ask it to stop."""
-
-    stopping: threading.Event
-    thread: threading.Thread
+#: Why accepted deliveries were left in the inbox at a stop, as a phrase.
+LEFT_BECAUSE = {
+    "deadline": "not finished within webhook.finishSeconds ({seconds:g} s)",
+    "failed": "a batch failed (said above)",
+    "no-token": "no GitHub token to act on them",
+}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -171,14 +167,15 @@ def _serve(
         insecure=settings.insecure,
     )
     progress(f"webhook: listening on {url} (pid {os.getpid()}); the inbox is {inbox.directory}")
-    feeder = _start_feeder(context, inbox, events, args)
+    feeding = _start_feeder(context, inbox, events, args)
+    seconds = max(context.config.get_float("webhook.finishSeconds"), 0.0)
     try:
         receiver.serve(handle_signals=True)
+        why = feeding.finish(seconds) if feeding is not None else "no-token"
     finally:
-        if feeder is not None:  # what it is feeding ends at the next item; the rest waits
-            feeder.stopping.set()
-            inbox.arrived.set()
-            feeder.thread.join()
+        if feeding is not None:  # what it is feeding ends at the next item; the rest waits
+            feeding.stop()
+    left = _say_left(inbox, events, why, seconds)
     counts = receiver.tally.counts
     events.emit(
         "webhook.stopped",
@@ -186,10 +183,25 @@ def _serve(
         accepted=counts["accepted"],
         duplicate=counts["duplicate"],
         rejected=counts["rejected"],
+        left=left,
     )
     said = ", ".join(f"{value} {key}" for key, value in receiver.tally.counts.items())
     item = {"stopped": True, "signal": receiver.signal_name, "url": url, **receiver.tally.counts}
     return Result(items=(item,), text=lambda: (f"webhook: stopped ({said})",))
+
+
+def _say_left(inbox: Inbox, events: EventLog, why: str, seconds: float) -> int:
+    """How many accepted deliveries the inbox still holds at a stop; when any, one line
+    and a ``webhook.left_in_inbox`` event say so (they wait for the next start)."""
+    left = len(inbox.pending())
+    if left:
+        because = LEFT_BECAUSE.get(why, "not processed yet").format(seconds=seconds)
+        warn(
+            f"webhook: {left} accepted deliveries left in the inbox ({because}): the next "
+            "start of the receiver acts on them"
+        )
+        events.emit("webhook.left_in_inbox", "warning", left=left, reason=why, seconds=seconds)
+    return left
 
 
 def _start_feeder(
@@ -200,7 +212,7 @@ def _start_feeder(
     import threading
 
     from the_loop.commands.poll_cycle import github_token
-    from the_loop.commands.webhook_feed import InboxFeeder
+    from the_loop.commands.webhook_feed import Feeding, InboxFeeder
 
     token = github_token(context)
     if not token:
@@ -222,7 +234,7 @@ def _start_feeder(
     )
     thread = threading.Thread(target=feeder.run, name="webhook-feed")
     thread.start()
-    return Feeding(feeder.stopping, thread)
+    return Feeding(feeder, thread)
 
 
 def run_status(args: argparse.Namespace) -> Result:
@@ -271,12 +283,14 @@ def _counts(status: Mapping[str, Any]) -> str:
 
 
 def run_stop(args: argparse.Namespace) -> Result:
-    """Signal the lock's holder and wait for the lock; exit 1 after the timeout."""
+    """Signal the lock's holder and wait for the lock; exit 1 after the timeout (30 s more
+    than ``webhook.finishSeconds``, the receiver's time to finish what it accepted)."""
     from the_loop.dispatch.daemons import stop_holder
 
     context = load_context(args)
     path = context.layout.pidfile
-    pid = stop_holder(path, name="webhook receiver", timeout=STOP_TIMEOUT_SECONDS)
+    finishing = max(context.config.get_float("webhook.finishSeconds"), 0.0)
+    pid = stop_holder(path, name="webhook receiver", timeout=STOP_TIMEOUT_SECONDS + finishing)
     if pid is None:
         text = ("webhook: not running",)
         return Result(items=({"stopped": False, "pid": None},), text=lambda: text)

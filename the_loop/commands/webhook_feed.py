@@ -8,6 +8,7 @@ as one poll cycle does, and feeds them (:mod:`~the_loop.webhook.feed`); then it 
 what was handled processed and compacts the inbox. A repository whose round failed
 keeps its deliveries for the next batch, after a pause that doubles to a minute; one
 that failed :data:`MAX_ATTEMPTS` times is given up (an event: the poller reconciles it).
+When the receiver stops, :meth:`Feeding.finish` lets it empty the inbox within a deadline.
 """
 
 from __future__ import annotations
@@ -49,25 +50,37 @@ class InboxFeeder:
     checkpoint: Callable[[str], None] = lambda _step: None
     #: A bug's one line (its traceback appended to the crash log).
     on_bug: Callable[[BaseException], str] | None = None
+    #: Set once nothing more can arrive: the loop ends when the inbox is empty or a batch fails.
+    draining: threading.Event = field(default_factory=threading.Event)
+    #: Whether the last batch's round failed (its deliveries kept).
+    failed: bool = False
     _failures: dict[str, int] = field(default_factory=dict[str, int])
 
     def run(self) -> None:
-        """The thread's loop: a batch at start, then one each time deliveries arrive."""
+        """The thread's loop: a batch at start, then one each time deliveries arrive; once
+        :attr:`draining`, batch after batch until the inbox is empty or one fails."""
         pause = 0.0
         while not self.stopping.is_set():
-            try:
-                more, failed = self.process()
-            except (TheLoopError, OSError) as error:  # the next batch tries again
-                warn(f"webhook: the inbox was not processed: {error}")
-                more, failed = False, True
-            except Exception as error:  # a bug: one line, the traceback in the crash log
-                said = self.on_bug(error) if self.on_bug is not None else repr(error)
-                warn(f"webhook: the inbox was not processed: {said}; trying again after a pause")
-                more, failed = False, True
+            more, self.failed = self._batch()
             if more:
                 continue
-            pause = min(max(pause * 2, 1.0), MAX_PAUSE_SECONDS) if failed else 0.0
+            if self.draining.is_set():
+                if self.failed or not self.inbox.pending():
+                    return
+                continue
+            pause = min(max(pause * 2, 1.0), MAX_PAUSE_SECONDS) if self.failed else 0.0
             self.inbox.arrived.wait(pause or IDLE_LOOK_SECONDS)
+
+    def _batch(self) -> tuple[bool, bool]:
+        """:meth:`process`, a failure said in one line (and a bug's traceback logged)."""
+        try:
+            return self.process()
+        except (TheLoopError, OSError) as error:  # the next batch tries again
+            warn(f"webhook: the inbox was not processed: {error}")
+        except Exception as error:  # a bug: one line, the traceback in the crash log
+            said = self.on_bug(error) if self.on_bug is not None else repr(error)
+            warn(f"webhook: the inbox was not processed: {said}; trying again after a pause")
+        return False, True
 
     def process(self) -> tuple[bool, bool]:
         """One batch: whether more wait beyond it, and whether a round failed."""
@@ -167,3 +180,30 @@ class InboxFeeder:
                     error=error,
                 )
         return given
+
+
+@dataclass(frozen=True)
+class Feeding:
+    """The processing side's thread, running ``feeder``."""
+
+    feeder: InboxFeeder
+    thread: threading.Thread
+
+    def finish(self, seconds: float) -> str:
+        """Let the feeder take what the inbox holds until it is empty, a batch fails or
+        ``seconds`` pass, then :meth:`stop` it. Why deliveries may be left: ``""`` (none
+        should be), ``failed`` or ``deadline``."""
+        self.feeder.draining.set()
+        self.feeder.inbox.arrived.set()
+        self.thread.join(seconds)
+        late = self.thread.is_alive()
+        self.stop()
+        if late:
+            return "deadline"
+        return "failed" if self.feeder.failed else ""
+
+    def stop(self) -> None:
+        """Stop the feeder after the item it is on; what it has not fed waits in the inbox."""
+        self.feeder.stopping.set()
+        self.feeder.inbox.arrived.set()
+        self.thread.join()

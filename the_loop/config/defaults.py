@@ -41,6 +41,7 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "webhook.port": 8787,
         "webhook.path": "/gh-webhook",
         "webhook.secretEnv": "THE_LOOP_GH_WEBHOOK_SECRET",
+        "webhook.finishSeconds": 20.0,
         "poll.pidfile": "poll.pid",
         "routing.registryDir": "",
         "routing.defaultHarness": "claude",

@@ -159,7 +159,12 @@ EVENT_TYPES: dict[str, str] = {
     "webhook.started": "The webhook receiver started listening; with insecure true it checks no "
     "signature (host, port, path, insecure).",
     "webhook.stopped": "The webhook receiver stopped on SIGTERM or SIGINT after finishing what it "
-    "had accepted (signal, accepted, duplicate, rejected: its counts since it started).",
+    "had accepted (signal, accepted, duplicate, rejected: its counts since it started; left: the "
+    "accepted deliveries still in the inbox).",
+    "webhook.left_in_inbox": "The webhook receiver stopped with accepted deliveries it had not "
+    "acted on; they wait in the inbox for its next start (left; reason: deadline when not "
+    "finished within webhook.finishSeconds, failed when a batch's round failed, no-token "
+    "without a GitHub token; seconds: webhook.finishSeconds).",
     "webhook.pidfile_restored": "The webhook receiver found its pidfile removed or replaced by a "
     "file nobody locked, and holds it again (pidfile).",
     "webhook.accepted": "A signed delivery was written to the inbox, then answered 202 (delivery: "
