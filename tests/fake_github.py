@@ -386,6 +386,16 @@ class FakeGitHub:
     before_create: Callable[[str, int, str], None] | None = None
     #: Comment ids the listings leave out for now (a write not yet visible to readers).
     hidden: set[int] = field(default_factory=set[int])
+    #: Tokens of a GitHub App's installation: GitHub refuses them ``GET /user``.
+    app_tokens: set[str] = field(default_factory=set[str])
+    #: Each repository's id, given when first asked, by its (owner, name) now.
+    repository_ids: dict[tuple[str, str], int] = field(default_factory=dict[tuple[str, str], int])
+    #: Renamed repositories: an old (owner, name) and the id of the repository it was.
+    old_names: dict[tuple[str, str], int] = field(default_factory=dict[tuple[str, str], int])
+    #: Transferred issues: where each was, and its repository's id and number now.
+    transferred: dict[tuple[str, str, int], tuple[int, int]] = field(
+        default_factory=dict[tuple[str, str, int], tuple[int, int]]
+    )
     _shas: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     # -- what the test drives -------------------------------------------------
@@ -486,6 +496,87 @@ class FakeGitHub:
                 c for c in self.comments if (c.owner, c.repo, c.number) != (owner, repo, number)
             ]
             self.removed[(owner, repo, number)] = status
+
+    def rename_repository(self, old: str, new: str) -> None:
+        """Rename ``old`` to ``new`` (another owner too: a repository moved), its items and
+        comments with it. A request naming ``old`` then answers as GitHub does: 301 (307
+        for a write) to the same path under ``/repositories/{id}``, which serves ``new``."""
+        (owner, repo), (to_owner, to_repo) = old.split("/"), new.split("/")
+        with self.lock:
+            number = self.repository_id(owner, repo)
+            self.repository_ids[(to_owner, to_repo)] = self.repository_ids.pop((owner, repo))
+            self.old_names[(owner, repo)] = number
+            for (o, r, n), issue in list(self.issues.items()):
+                if (o, r) == (owner, repo):
+                    del self.issues[(o, r, n)]
+                    issue.owner, issue.repo = to_owner, to_repo
+                    self.issues[(to_owner, to_repo, n)] = issue
+            for comment in self.comments:
+                if (comment.owner, comment.repo) == (owner, repo):
+                    comment.owner, comment.repo = to_owner, to_repo
+
+    def transfer_issue(self, repository: str, number: int, to: str) -> FakeIssue:
+        """Move an issue to repository ``to``, under its next free number, its comments
+        with it. A request for it (or under it) at its old place answers 301 to its new
+        place under ``/repositories/{id}``, as GitHub's does."""
+        (owner, repo), (to_owner, to_repo) = repository.split("/"), to.split("/")
+        with self.lock:
+            issue = self.issues.pop((owner, repo, number))
+            taken = [n for (o, r, n) in self.issues if (o, r) == (to_owner, to_repo)]
+            issue.owner, issue.repo = to_owner, to_repo
+            issue.number, issue.updated_at = max(taken, default=0) + 1, self.now
+            self.issues[(to_owner, to_repo, issue.number)] = issue
+            for comment in self.comments:
+                if (comment.owner, comment.repo, comment.number) == (owner, repo, number):
+                    comment.owner, comment.repo, comment.number = to_owner, to_repo, issue.number
+            self.transferred[(owner, repo, number)] = (
+                self.repository_id(to_owner, to_repo),
+                issue.number,
+            )
+            return issue
+
+    def repository_id(self, owner: str, repo: str) -> int:
+        """The id of the repository named ``owner/repo`` now (given when first asked)."""
+        with self.lock:
+            return self.repository_ids.setdefault((owner, repo), 100 + len(self.repository_ids))
+
+    def moved_answer(self, method: str, path: str, query: dict[str, str]) -> Answer | None:
+        """GitHub's redirect for a path naming a renamed repository or a transferred
+        issue: 301 for a GET, 307 for a write, to the path under ``/repositories/{id}``
+        (the query kept); None for any other path."""
+        parts = path.strip("/").split("/")
+        if len(parts) < 3 or parts[0] != "repos":
+            return None
+        owner, repo, rest = parts[1], parts[2], parts[3:]
+        number = int(rest[1]) if len(rest) >= 2 and rest[0] == "issues" and rest[1].isdigit() else 0
+        if (owner, repo, number) in self.transferred:
+            moved_to, new_number = self.transferred[(owner, repo, number)]
+            rest = ["issues", str(new_number), *rest[2:]]
+        elif (owner, repo) in self.old_names:
+            moved_to = self.old_names[(owner, repo)]
+        else:
+            return None
+        location = f"{self.url}/repositories/{moved_to}" + "".join(f"/{p}" for p in rest)
+        if query:
+            location += f"?{urllib.parse.urlencode(query)}"
+        status, message = (
+            (301, "Moved Permanently") if method == "GET" else (307, "Temporary Redirect")
+        )
+        documentation = "https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api"
+        payload = {"message": message, "url": location, "documentation_url": documentation}
+        return Answer(status, payload, {"location": location})
+
+    def by_id(self, path: str) -> str:
+        """``/repositories/{id}/...`` as the path of the repository's name now; any other
+        path as it is."""
+        parts = path.strip("/").split("/")
+        if len(parts) < 2 or parts[0] != "repositories" or not parts[1].isdigit():
+            return path
+        named = [key for key, number in self.repository_ids.items() if number == int(parts[1])]
+        if not named:
+            return path
+        owner, repo = named[0]
+        return f"/repos/{owner}/{repo}" + "".join(f"/{p}" for p in parts[2:])
 
     def set_budget(self, token: str, *, remaining: int, limit: int = 5000, reset: int = 0) -> None:
         """The rate budget of ``token`` (``""``: unauthenticated requests)."""
@@ -1040,6 +1131,8 @@ class Routes:
             return self.permission(*asked.groups())
         if method == "GET" and path == "/user":
             return Answer(200, {"login": self.login, "id": 1, "type": "User"})
+        if method == "GET" and re.fullmatch(r"/repos/[^/]+/[^/]+", path):
+            return self.repository(*path.strip("/").split("/")[1:])
         if method == "DELETE":
             return self.delete_comment(path)
         if method == "PATCH":
@@ -1128,6 +1221,15 @@ class Routes:
         legacy = {"maintain": "write", "triage": "read"}.get(role, role)
         user = {"login": login, "type": "User", "permissions": {}}
         return Answer(200, {"permission": legacy, "role_name": role, "user": user})
+
+    def repository(self, owner: str, repo: str) -> Answer:
+        """``GET /repos/{o}/{r}``: the repository (one the fake holds an item of)."""
+        if not any((o, r) == (owner, repo) for (o, r, _) in self.fake.issues):
+            return not_found()
+        number = self.fake.repository_id(owner, repo)
+        owned = {"login": owner, "type": "User"}
+        full = {"id": number, "name": repo, "full_name": f"{owner}/{repo}", "owner": owned}
+        return Answer(200, {**full, "private": False})
 
     def find(self, owner: str, repo: str, number: str) -> FakeIssue | None:
         if not number.isdigit():
@@ -1222,7 +1324,13 @@ class Routes:
             return Answer(422, {"message": "Invalid request: body is required"})
         if self.fake.before_create is not None:
             self.fake.before_create(f"{owner}/{repo}", issue.number, text)
-        comment = self.fake.add_comment(f"{owner}/{repo}", issue.number, text, login=self.login)
+        comment = self.fake.add_comment(
+            f"{owner}/{repo}",
+            issue.number,
+            text,
+            login=self.login,
+            bot=self.login.endswith("[bot]"),
+        )
         document = self.comment_json(comment)
         return Answer(201, document, {"location": document["url"]})
 
@@ -1324,7 +1432,7 @@ class FakeGitHubHandler(BaseHTTPRequestHandler):
             return 403, budget.headers(), _json({"message": "API rate limit exceeded"})
         login = fake.tokens.get(token, "the-loop-bot")
         with fake.lock:
-            answer = _routes(fake, login).answer(method, path, query, body)
+            answer = _answer(fake, token, login, (method, path, query, body))
             payload = answer.payload
             data = payload if isinstance(payload, bytes) else _json(payload)
             extra = dict(answer.headers)
@@ -1365,6 +1473,25 @@ def _routes(fake: FakeGitHub, login: str) -> Routes:
     from tests.fake_github_pulls import PullRoutes
 
     return PullRoutes(fake, login)
+
+
+def _answer(
+    fake: FakeGitHub, token: str, login: str, asked: tuple[str, str, dict[str, str], bytes]
+) -> Answer:
+    """The answer to one request (the fake's lock held): GitHub's redirect for a moved
+    repository or issue, its refusal of ``GET /user`` to an App, else the endpoint's."""
+    method, path, query, body = asked
+    answer = fake.moved_answer(method, path, query) or _app_refusal(fake, token, path)
+    return answer or _routes(fake, login).answer(method, fake.by_id(path), query, body)
+
+
+def _app_refusal(fake: FakeGitHub, token: str, path: str) -> Answer | None:
+    """GitHub's answer to ``GET /user`` for a GitHub App's installation token."""
+    if path != "/user" or token not in fake.app_tokens:
+        return None
+    documentation = "https://docs.github.com/rest/users/users#get-the-authenticated-user"
+    message = "Resource not accessible by integration"
+    return Answer(403, {"message": message, "documentation_url": documentation, "status": "403"})
 
 
 def _blob_answer(

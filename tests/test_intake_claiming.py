@@ -276,6 +276,10 @@ class World:
         self.posted = Posted()
         self.login_calls = 0
         self.login_fault = False
+        #: A GitHub App's installation token: GitHub will not say whose it is; only the
+        #: logins learned from its claims are known.
+        self.app_token = False
+        self.learned: list[str] = []
         self.nonces = 0
         self.holding: dict[WorkItemRef, int] = {}
         #: Runs once, when the next hold is taken (another reader that had it first).
@@ -283,11 +287,16 @@ class World:
 
     # -- the ports -------------------------------------------------------------
 
-    def own_login(self) -> str:
+    def own_login(self) -> str | None:
         self.login_calls += 1
         if self.login_fault:
             raise TheLoopError("GitHub answered 401 Bad credentials for GET /user")
+        if self.app_token:
+            return self.learned[-1] if self.learned else None
         return BOT
+
+    def learn_login(self, login: str) -> None:
+        self.learned.append(login)
 
     def nonce(self) -> str:
         self.nonces += 1
@@ -338,6 +347,7 @@ class World:
                 delete_comment=self.github.delete_comment,
                 book=self.book,
                 nonce=self.nonce,
+                learn_login=self.learn_login,
             )
         return IntakePorts(
             github=self.github,
@@ -686,6 +696,67 @@ def test_a_claim_login_unknown_while_reading_ahead_still_decides_safely(laptop: 
     round_.comment(start)
     assert laptop.starts() == []
     assert dict(laptop.book.holders())[ITEM].machine == OTHER
+
+
+def test_an_app_token_github_will_not_name_learns_its_login_from_its_own_claim_and_spawns(
+    either: World,
+) -> None:
+    either.app_token = True
+    start = either.ticket.add("the-loop start")
+    intake = either.cycle(start)
+    assert either.starts() == [Control(ITEM, START, "alice", held=True)]
+    [mine] = either.ticket.ours()
+    assert either.learned == [BOT], "the author GitHub shows on its own claim"
+    assert dict(either.book.holders()) == {ITEM: Holder(start.id, ME, "laptop", mine.id)}
+    assert (len(either.github.posts), len(either.github.reads)) == (1, 1)
+    assert intake.counts.failed == [] and either.warnings == []
+
+
+def test_an_app_token_meeting_a_claim_before_it_knows_its_login_posts_then_yields(
+    laptop: World,
+) -> None:
+    """The batch's claim cannot be judged yet: the machine posts its own, learns its
+    login from it in the thread it reads, and there the lower claim wins."""
+    laptop.app_token = True
+    start = laptop.ticket.add("the-loop start")
+    theirs = laptop.ticket.claim(start)
+    laptop.cycle(start, theirs)
+    assert laptop.starts() == []
+    assert laptop.learned == [BOT]
+    holder = dict(laptop.book.holders())[ITEM]
+    assert (holder.machine, holder.comment_id) == (OTHER, theirs.id)
+    assert laptop.ticket.ours() == [], "its own losing claim is deleted"
+    assert laptop.warnings == []
+
+
+def test_an_app_tokens_claim_not_shown_yet_waits_for_the_next_cycle_then_decides(
+    laptop: World,
+) -> None:
+    laptop.app_token = True
+    laptop.github.hide_own_posts = True
+    start = laptop.ticket.add("the-loop start")
+    intake = laptop.cycle(start)
+    assert laptop.starts() == [] and laptop.learned == [] and intake.counts.failed == []
+    [pending] = laptop.rounds()
+    assert pending.comment_id is not None
+    laptop.github.hidden.clear()
+    laptop.cycle()
+    assert len(laptop.starts()) == 1 and laptop.learned == [BOT]
+    assert len(laptop.github.posts) == 1
+
+
+def test_an_app_tokens_claim_whose_post_answer_was_lost_is_known_by_its_marker(
+    laptop: World,
+) -> None:
+    laptop.app_token = True
+    laptop.github.post_fault = "lost-answer"
+    start = laptop.ticket.add("the-loop start")
+    laptop.cycle(start)
+    assert laptop.starts() == [] and laptop.learned == []
+    laptop.github.post_fault = ""
+    laptop.cycle()
+    assert len(laptop.starts()) == 1 and laptop.learned == [BOT]
+    assert len(laptop.github.posts) == 1, "the claim already posted is not posted again"
 
 
 def test_a_refused_post_never_spawns_and_is_posted_once_next_cycle(either: World) -> None:

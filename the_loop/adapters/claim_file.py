@@ -1,5 +1,6 @@
 """The claim book in ``local/claims.json``: this machine's pending rounds, who holds each
-item it lost, and the machines it has seen claiming on each repository.
+item it lost, the machines it has seen claiming on each repository, and the login each
+token was learned to have from a claim it posted (by the token's one-way fingerprint).
 
 Machine-local (a claim names this machine; it never travels with ``portable/``). Every
 change is one locked read-modify-write, written atomically and durably; a file that is
@@ -26,6 +27,8 @@ from the_loop.ref import WorkItemRef
 CLAIMS_FILE = "claims.json"
 _NONCE = re.compile(r"[0-9a-f]{16}")
 FORMAT_VERSION = 1
+#: The tokens whose learned logins are kept (the newest).
+_LOGINS_KEPT = 8
 Data = dict[str, Any]
 
 
@@ -52,6 +55,12 @@ class FileClaimBook:
 
     def machines(self, repository: str) -> dict[str, str]:
         return dict(_machine_rows(self._read()).get(repository.casefold(), {}))
+
+    def login(self, token: str) -> str:
+        """The login learned for ``token`` (a fingerprint, never a token); ``""``: none."""
+        logins = self._read().get("logins")
+        found = cast(dict[str, Any], logins).get(token) if isinstance(logins, dict) else None
+        return found if isinstance(found, str) else ""
 
     # -- changes -------------------------------------------------------------
 
@@ -92,6 +101,19 @@ class FileClaimBook:
             holders = _holder_rows(data)
             holders.pop(ref.ref, None)
             data["holders"] = holders
+
+        self._change(change)
+
+    def remember_login(self, token: str, login: str) -> None:
+        """Keep ``login`` as ``token``'s (written only when new; the newest few kept)."""
+        if self.login(token) == login:
+            return
+
+        def change(data: Data) -> None:
+            logins = data.get("logins")
+            kept = cast(dict[str, Any], logins) if isinstance(logins, dict) else {}
+            others = [(k, v) for k, v in kept.items() if k != token and isinstance(v, str)]
+            data["logins"] = dict([*others[-(_LOGINS_KEPT - 1) :], (token, login)])
 
         self._change(change)
 

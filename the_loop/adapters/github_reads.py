@@ -10,6 +10,7 @@ that is not an issue) is a refusal like any other, never a value the intake read
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,11 @@ from the_loop.intake.ports import Json
 from the_loop.polling.ci_ports import ObjectPage
 from the_loop.polling.reads import FIRST_SIGHT_PAGES, CommentsPage, ListingPage
 from the_loop.ref import WorkItemRef
+
+#: The status of the refusal a look-up of a transferred issue raises: GitHub's 301.
+TRANSFERRED = 301
+#: The path of an issue's API URL: its repository and its number.
+_ISSUE_URL = re.compile(r"/repos/([^/]+/[^/]+)/issues/([0-9]+)$")
 
 
 class Refusal(NamedTuple):
@@ -46,6 +52,9 @@ class ClientReads:
     rate: RateLimit | None = None
     poll_interval: int | None = None
     refusals: list[Refusal] = field(default_factory=list[Refusal])
+    #: What each repository asked by a name GitHub redirected for permanently is called
+    #: now, by the name asked (asked of GitHub once per client).
+    names: dict[str, str] = field(default_factory=dict[str, str])
 
     def _listing(
         self,
@@ -75,7 +84,29 @@ class ClientReads:
         self._rate(listing.rate)
         if listing.poll_interval is not None:
             self.poll_interval = max(self.poll_interval or 0, listing.poll_interval)
+        if listing.pages and listing.pages[0].moved and path.startswith(f"/repos/{repository}/"):
+            self._learn_name(repository)
         return ListingPage(entries, listing.not_modified, listing.complete, listing.truncated)
+
+    def moved_to(self, repository: str) -> str:
+        """The name GitHub gives ``repository`` now, when a listing of it was answered
+        with a permanent redirect to a repository of another name (renamed, or moved to
+        another owner); ``""`` otherwise."""
+        name = self.names.get(repository, repository)
+        return name if name.casefold() != repository.casefold() else ""
+
+    def _learn_name(self, repository: str) -> None:
+        """Ask what ``repository`` is called now (``GET /repos/{o}/{r}``, redirected),
+        once; a refusal leaves it unknown until the next client asks."""
+        if repository in self.names:
+            return
+        try:
+            answer = self.client.get(f"/repos/{repository}")
+            name = answer.object().get("full_name")
+        except GitHubHTTPError:
+            return
+        self._rate(answer.rate)
+        self.names[repository] = name if isinstance(name, str) and "/" in name else repository
 
     def open_items(
         self, repository: str, labels: Sequence[str], *, fresh: bool = False
@@ -233,6 +264,8 @@ class ClientReads:
             issue = cast(dict[str, Any], data) if isinstance(data, dict) else {}
             if issue.get("state") not in ("open", "closed"):
                 raise answer.malformed(f"something that is not an issue for {ref.ref}")
+            if answer.redirects:
+                self._same_item(ref, issue, answer.redirects[0])
         except GitHubHTTPError as error:
             self.refusals.append(Refusal(f"{ref.owner}/{ref.repo}", error))
             raise
@@ -269,9 +302,36 @@ class ClientReads:
         gone is no error)."""
         self.client.delete(f"/repos/{ref.owner}/{ref.repo}/issues/comments/{comment_id}")
 
-    def own_login(self) -> str:
-        """The login of the token's own user (``GET /user``)."""
-        answer = self.client.get("/user", keep_body=True)
+    def _same_item(self, ref: WorkItemRef, issue: Json, status: int) -> None:
+        """A GET of ``ref`` redirected (``status``) to ``issue``: the same item (in its
+        repository renamed), or a refusal with status :data:`TRANSFERRED` saying where
+        the issue was transferred."""
+        found = _ISSUE_URL.search(str(issue.get("url") or ""))
+        if found is None:
+            return  # GitHub did not say which item it is: taken as the one asked
+        repository, number = found.group(1), int(found.group(2))
+        asked = f"{ref.owner}/{ref.repo}"
+        if number == ref.number and repository.casefold() == asked.casefold():
+            return
+        if number == ref.number:
+            self._learn_name(asked)
+            if repository.casefold() == self.names.get(asked, asked).casefold():
+                return
+        raise GitHubHTTPError(
+            f"{ref.ref} was transferred to {repository}#{number} (GitHub answered {status} for it)",
+            status=TRANSFERRED,
+        )
+
+    def own_login(self) -> str | None:
+        """The login of the token's own user (``GET /user``); None when GitHub refuses
+        to say with a 403 that is no rate limit, as it does for a GitHub App's
+        installation token ("Resource not accessible by integration")."""
+        try:
+            answer = self.client.get("/user", keep_body=True)
+        except GitHubHTTPError as error:
+            if error.status == 403 and not error.rate_limited:
+                return None
+            raise
         data = answer.json()
         login = cast(dict[str, Any], data).get("login") if isinstance(data, dict) else None
         if not isinstance(login, str) or not login:
@@ -300,7 +360,13 @@ class IntakeGitHub:
         return comments_from_json(self.reads.thread(ref), repository=ref, warn=self.warn)
 
     def item(self, ref: WorkItemRef) -> Issue:
-        return issue_from_json(self.reads.item(ref), ref)
+        """The item as GitHub describes it; one transferred elsewhere is ``gone``, why."""
+        try:
+            return issue_from_json(self.reads.item(ref), ref)
+        except GitHubHTTPError as error:
+            if error.status != TRANSFERRED:
+                raise
+            return Issue(ref, is_open=False, gone=str(error))
 
     def post_comment(self, ref: WorkItemRef, body: str) -> int | None:
         return self.reads.post_comment(ref, body)

@@ -178,32 +178,36 @@ def claim_ports(
 ) -> ClaimPorts | None:
     """The claims on the ticket over ``reads`` (None: ``routing.claim`` is never). The
     machine's id is made here the first time; the token's login is asked once, when a
-    claim is first read or posted."""
+    claim is first read or posted, and one learned from a claim is kept in the book."""
     if config.get_str("routing.claim", "always") == "never":
         return None
     local, locks = stores.layout.local_dir, stores.layout.local_locks_dir
     machine = Machine(
         machine_id(local / MACHINE_FILE, locks / "machine.lock"), machine_name(config)
     )
+    book = FileClaimBook(local / CLAIMS_FILE, locks / "claims.lock")
+    token = f"{token_fingerprint(reads.client.token)} {reads.client.api_url}"
     return ClaimPorts(
         machine=machine,
-        own_login=partial(_own_login, reads),
+        own_login=partial(_own_login, reads, book, token),
         comments_after=partial(_comments_after, reads, warn),
         delete_comment=reads.delete_comment,
-        book=FileClaimBook(local / CLAIMS_FILE, locks / "claims.lock"),
+        book=book,
         nonce=lambda: secrets.token_hex(8),
+        learn_login=partial(book.remember_login, token),
     )
 
 
-#: The token's own login, by API URL and token: asked of GitHub once per process.
-_LOGINS: dict[tuple[str, str], str] = {}
+#: What ``GET /user`` said of each token (by fingerprint and API URL), asked once per
+#: process: its login, or ``""`` when GitHub would not say (an App's installation token).
+_LOGINS: dict[str, str] = {}
 
 
-def _own_login(reads: ClientReads) -> str:
-    key = (reads.client.api_url, token_fingerprint(reads.client.token))
-    if key not in _LOGINS:
-        _LOGINS[key] = reads.own_login()
-    return _LOGINS[key]
+def _own_login(reads: ClientReads, book: FileClaimBook, token: str) -> str | None:
+    """``GET /user``'s login, else the one learned from a claim the token posted."""
+    if token not in _LOGINS:
+        _LOGINS[token] = reads.own_login() or ""
+    return _LOGINS[token] or book.login(token) or None
 
 
 def _comments_after(

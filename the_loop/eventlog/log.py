@@ -144,9 +144,14 @@ EVENT_TYPES: dict[str, str] = {
     "linked PR only its endpoint; or a reopened one cleared the closed state (work_item, "
     "pull_request, state, previous_state, action, cleanup, closed_by).",
     "poll.item_gone": "GitHub no longer has a ticket (deleted or transferred: its GET answered "
-    "404 or 410): its session ended through the close path with its checkouts kept, or a linked "
-    "PR only its endpoint; the ledger records it gone, so it is not asked again (work_item, "
-    "pull_request: empty for the work item itself, action, cleanup, why).",
+    "404 or 410, or redirected to the issue it was transferred to): its session ended through "
+    "the close path with its checkouts kept, or a linked PR only its endpoint; the ledger "
+    "records it gone, so it is not asked again (work_item, pull_request: empty for the work "
+    "item itself, action, cleanup, why).",
+    "poll.repository_renamed": "GitHub redirected the reads of a repository polling.repositories "
+    "names to a repository of another name (renamed, or moved to another owner): it is polled "
+    "through the redirect under the name the config gives it, and this is said once for each "
+    "new name (repository, renamed_to).",
     "poll.rate_limited": "GitHub's rate limit held the poller back: below the reserve only the "
     "reads ran (repository, step), or a 403/429 set the back-off of every repository "
     "(repository, status, retry_after, wait_seconds).",

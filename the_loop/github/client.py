@@ -4,10 +4,12 @@ Over ``http.client`` only: one kept-alive connection per host, reopened after a
 failure; a timeout on every connect and read, and a deadline on each whole request
 (a connection still busy at it is cut off, however slowly the answer trickles in);
 conditional GETs through an injected :class:`~the_loop.github.etags.EtagCache`;
-``Link: rel="next"`` followed across pages. Every failure, whatever the server sent,
-is one :class:`~the_loop.github.replies.GitHubHTTPError` carrying the status, the
-``retry-after`` and the rate limit; no message ever holds the token. The only module
-that imports ``http.client``.
+``Link: rel="next"`` followed across pages; a redirect GitHub answers (a renamed
+repository, a transferred issue) followed on the API's own host, at most
+:data:`MAX_REDIRECTS` hops, the token never sent elsewhere. Every failure, whatever
+the server sent, is one :class:`~the_loop.github.replies.GitHubHTTPError` carrying the
+status, the ``retry-after`` and the rate limit; no message ever holds the token. The
+only module that imports ``http.client``.
 """
 
 from __future__ import annotations
@@ -45,8 +47,12 @@ DEFAULT_DEADLINE_SECONDS = 30.0
 MAX_BODY_BYTES = 64 * 1024 * 1024
 #: The longest each request of a download (see :meth:`GitHubClient.download`) may take.
 DOWNLOAD_DEADLINE_SECONDS = 60.0
-#: The statuses of a redirect a download follows (once).
+#: The statuses of a redirect a GET follows (a download's, once, to another host).
 _REDIRECTS = (301, 302, 303, 307, 308)
+#: The redirects a write follows: each repeats the request as it was (GitHub's advice).
+_WRITE_REDIRECTS = (301, 302, 307, 308)
+#: The most redirects one request follows on the API's host before it is refused.
+MAX_REDIRECTS = 5
 
 #: What a listing longer than its cap gives: an error, its first pages, or its last.
 Beyond = Literal["refuse", "first", "last"]
@@ -233,17 +239,25 @@ class GitHubClient:
         self, url: str, *, keep_body: bool = False, conditional: bool = True
     ) -> GitHubResponse:
         """A conditional GET of an absolute URL on the API's own host (a plain one when
-        ``conditional`` is False; its ETag is still kept for the next read)."""
-        cached = self.etags.lookup(self._fingerprint, url) if conditional else None
-        headers = self._headers()
-        if cached is not None:
-            headers["If-None-Match"] = cached.etag
-        answer = self._exchange("GET", url, None, headers)
+        ``conditional`` is False; its ETag is still kept for the next read). A redirect
+        on that host is followed (see :meth:`_redirected`): the answer's ``url`` is where
+        it led, its ``redirects`` the statuses on the way, its ETag kept under that URL."""
+        redirects: list[int] = []
+        while True:
+            cached = self.etags.lookup(self._fingerprint, url) if conditional else None
+            headers = self._headers()
+            if cached is not None:
+                headers["If-None-Match"] = cached.etag
+            answer = self._exchange("GET", url, None, headers)
+            if answer.status not in _REDIRECTS:
+                break
+            url = self._redirected(url, answer, redirects)
+        moved = tuple(redirects)
         if answer.status == 304 and cached is not None:
             self.stats.not_modified += 1
             body = (cached.body or "").encode("utf-8")
             return GitHubResponse(
-                304, url, answer.headers, body, cached.next_url, True, cached.entries
+                304, url, answer.headers, body, cached.next_url, True, cached.entries, moved
             )
         if not 200 <= answer.status < 300:
             raise _refusal(url, answer, self.token_advice)
@@ -253,26 +267,19 @@ class GitHubClient:
             kept = answer.body.decode("utf-8", errors="replace") if keep_body else None
             self.etags.store(self._fingerprint, url, CachedPage(etag, next_url, kept, entries))
         status, headers, body = answer.status, answer.headers, answer.body
-        return GitHubResponse(status, url, headers, body, next_url, False, entries)
+        return GitHubResponse(status, url, headers, body, next_url, False, entries, moved)
 
     def post_json(self, path: str, payload: object) -> GitHubResponse:
-        """POST ``payload`` as JSON to ``path`` (never retried: it may have been done)."""
-        if self.before_post is not None:
-            self.before_post()
-        url = self.url_for(path)
-        headers = {**self._headers(), "Content-Type": "application/json"}
-        answer = self._exchange("POST", url, json.dumps(payload).encode("utf-8"), headers)
+        """POST ``payload`` as JSON to ``path`` (never retried: it may have been done;
+        a redirect, which says it was not, is followed as :meth:`_write` says)."""
+        url, answer = self._write("POST", path, payload)
         if not 200 <= answer.status < 300:
             raise _refusal(url, answer, self.token_advice)
         return GitHubResponse(answer.status, url, answer.headers, answer.body)
 
     def patch_json(self, path: str, payload: object) -> GitHubResponse:
         """PATCH ``payload`` as JSON to ``path`` (never retried); refused as a POST is."""
-        if self.before_post is not None:
-            self.before_post()
-        url = self.url_for(path)
-        headers = {**self._headers(), "Content-Type": "application/json"}
-        answer = self._exchange("PATCH", url, json.dumps(payload).encode("utf-8"), headers)
+        url, answer = self._write("PATCH", path, payload)
         if not 200 <= answer.status < 300:
             raise _refusal(url, answer, self.token_advice)
         return GitHubResponse(answer.status, url, answer.headers, answer.body)
@@ -280,13 +287,50 @@ class GitHubClient:
     def delete(self, path: str) -> int:
         """DELETE ``path`` (never retried); GitHub's status: 2xx done, 404 nothing there
         (already deleted); any other answer is refused as a POST's is."""
-        if self.before_post is not None:
-            self.before_post()
-        url = self.url_for(path)
-        answer = self._exchange("DELETE", url, None, self._headers())
+        url, answer = self._write("DELETE", path, None)
         if not (200 <= answer.status < 300 or answer.status == 404):
             raise _refusal(url, answer, self.token_advice)
         return answer.status
+
+    def _write(self, method: str, path: str, payload: object) -> tuple[str, _Answer]:
+        """One write (JSON ``payload``, None for none) after its turn: the URL that
+        answered and its answer. A redirect on the API's host repeats the request there
+        as it was (a 301, 302, 307 or 308 says it was not done where it was sent)."""
+        if self.before_post is not None:
+            self.before_post()
+        url, redirects = self.url_for(path), list[int]()
+        headers = self._headers()
+        data = None if payload is None else json.dumps(payload).encode("utf-8")
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        while True:
+            answer = self._exchange(method, url, data, headers)
+            if answer.status not in _WRITE_REDIRECTS:
+                return url, answer
+            url = self._redirected(url, answer, redirects)
+
+    def _redirected(self, url: str, answer: _Answer, redirects: list[int]) -> str:
+        """Where the redirect ``answer`` to ``url`` leads, its status added to
+        ``redirects``; refused past :data:`MAX_REDIRECTS` hops, without a Location, or
+        to another host (the token goes to the API's host only), with no status: no
+        usable answer came."""
+        redirects.append(answer.status)
+        status = f"{answer.status} {one_line(answer.reason)}"
+        if len(redirects) > MAX_REDIRECTS:
+            raise GitHubHTTPError(
+                f"{_where(url)} redirected more than {MAX_REDIRECTS} times; stopped"
+            )
+        location = answer.headers.get("location", "")
+        target = urllib.parse.urljoin(url, location) if location else ""
+        split = urllib.parse.urlsplit(target)
+        if split.scheme not in ("http", "https") or not split.hostname or split.username:
+            raise GitHubHTTPError(f"{_where(url)} answered {status} to no usable URL; stopped")
+        if _origin_of(split) != self._origin:
+            raise GitHubHTTPError(
+                f"{_where(url)} answered {status} to another host ({_where(target)}); not "
+                "followed: the token goes to the API's host only"
+            )
+        return target
 
     def download(self, path: str, *, deadline: float = DOWNLOAD_DEADLINE_SECONDS) -> bytes:
         """The body GET ``path`` leads to: GitHub answers some (a job's log) with a redirect

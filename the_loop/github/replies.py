@@ -108,6 +108,15 @@ class GitHubResponse:
     #: How many entries the page lists (-1: not a listing, or a 304 of a page cached
     #: before the count was kept).
     entries: int = -1
+    #: The status of each redirect followed to ``url``, in order (none: asked there).
+    redirects: tuple[int, ...] = ()
+
+    @property
+    def moved(self) -> bool:
+        """Reached through permanent redirects only (301, 308): what was asked is
+        ``url`` now, for every later request too (GitHub's word for a renamed repository
+        or a transferred issue)."""
+        return bool(self.redirects) and all(s in (301, 308) for s in self.redirects)
 
     @property
     def rate(self) -> RateLimit | None:

@@ -1,6 +1,7 @@
 """What the intake needs to claim a start on the ticket: this machine, the token's own
-login, the thread after a start, a delete, and the claim book (what this machine keeps
-of its rounds between cycles, so a claim a crash cut short is finished next cycle).
+login (and where to keep it once learned from a claim), the thread after a start, a
+delete, and the claim book (what this machine keeps of its rounds between cycles, so a
+claim a crash cut short is finished next cycle).
 
 Each collaborator raises :class:`~the_loop.errors.TheLoopError` with a sentence when
 GitHub (or the disk) did not do what was asked; a round that could not be decided is
@@ -95,10 +96,15 @@ class ClaimPorts:
     """The claim's collaborators; the intake has None when ``routing.claim`` is never."""
 
     machine: Machine
-    #: The login of the token's own user (asked of GitHub once, then kept).
-    own_login: Callable[[], str]
+    #: The login of the token's own user: GitHub's ``GET /user`` (asked once, then kept),
+    #: else the one learned from a claim this machine posted with the token; None while
+    #: neither is known (GitHub refuses a GitHub App's installation token ``GET /user``,
+    #: and says whose it is only as the author of what it posts).
+    own_login: Callable[[], str | None]
     #: ``comments_after(ref, since)``: the item's comments updated at or after ``since``.
     comments_after: Callable[[WorkItemRef, datetime], Sequence[IssueComment]]
     delete_comment: Callable[[WorkItemRef, int], None]
     book: ClaimBook
     nonce: Callable[[], str]
+    #: Keep ``login`` as the token's own: the author GitHub gave this machine's claim.
+    learn_login: Callable[[str], None]

@@ -13,6 +13,11 @@ meet the session it started. The reader hands the round its whole batch first
   the lowest claim wins; the winner spawns, a loser deletes its own claim and records
   who holds the item.
 
+A claim counts only by the token's own login. GitHub says whose a token is at
+``GET /user``, but not for a GitHub App's installation token: such a machine posts its
+claim without judging the batch's, and learns its login as the author of its own claim
+in the thread (kept from then on), then decides as any machine does.
+
 A round that cannot be decided (GitHub did not answer, this machine's own claim is not
 in the thread yet) stays pending and is taken again next cycle: a machine that cannot
 read the thread never spawns. A start naming another machine is recorded as held by it
@@ -32,6 +37,7 @@ from the_loop.intake.claims import (
     NO_MACHINE,
     Claim,
     claim_body,
+    claim_marker,
     claims_for,
     looks_like_claim,
     named_machine,
@@ -68,7 +74,12 @@ class Claiming:
         #: The rounds this round has tried to decide already (tried again next cycle).
         self.tried: set[tuple[WorkItemRef, int]] = set()
         self._holders: dict[WorkItemRef, Holder] | None = None
+        #: The token's login as this round knows it (None: not known yet; ``""``: GitHub
+        #: failed to say, so the batch's claims are not read).
         self._login: str | None = None
+        self._asked = False
+        #: Claims read while the token's login was not known, judged once it is.
+        self._unjudged: list[IssueComment] = []
         #: Claims read that are lower than the one this machine won the same start with
         #: (GitHub had not shown them when it decided): yielded to in :meth:`settle`.
         self.contested: list[tuple[WorkItemRef, Claim]] = []
@@ -76,10 +87,15 @@ class Claiming:
     # -- while the comments are read ------------------------------------------
 
     def note(self, comment: IssueComment) -> None:
-        """Keep a claim among the comments read (the token's login asked only for one)."""
+        """Keep a claim among the comments read (the token's login asked only for one;
+        while it is not known, the claim waits to be judged until it is)."""
         if not looks_like_claim(comment):
             return
-        claim = read_claim(comment, own_login=self._own_login_or_none())
+        login = self._login_for_reading()
+        if login is None:
+            self._unjudged.append(comment)
+            return
+        claim = read_claim(comment, own_login=login)
         if claim is None:
             return
         found = self.seen.setdefault((comment.work_item, claim.start, claim.kind), [])
@@ -203,16 +219,23 @@ class Claiming:
 
     def _settle(self, pending: PendingClaim, *, fresh: bool) -> None:
         if not fresh:
-            still = [p for p in self.ports.book.pending() if p.ref == pending.ref]
-            if not still or still[0].start != pending.start:
+            still = self._still_pending(pending)
+            if still is None:
                 return  # decided (or replaced) by the other reader meanwhile
-            pending = still[0]
+            pending = still
         login = self._own_login()
-        if self._settled_by_batch(pending, login):
+        if login is not None and self._settled_by_batch(pending, login):
             return
-        pending, comments = self._posted_and_read(pending, login, fresh=fresh)
+        pending, comments, login = self._posted_and_read(pending, login, fresh=fresh)
+        if login is None:  # its own claim, by which the token's login is learned, not shown
+            self._not_shown(pending)
+            return
         if not fresh and self._superseded(pending, comments, login):
             return
+        self._decide_by(pending, comments, login)
+
+    def _decide_by(self, pending: PendingClaim, comments: list[IssueComment], login: str) -> None:
+        """Decide ``pending`` by the thread after its start: the lowest claim wins."""
         marked = _marked(comments, pending, login)
         self._note_machines(pending.ref, [c for c in marked if c.kind == CLAIM])
         ours = [c for c in marked if _is_ours(c, pending)]
@@ -231,6 +254,11 @@ class Claiming:
             self._won(pending, marked[0])
         else:
             self._lost(pending, marked[0], own=ours[0])
+
+    def _still_pending(self, pending: PendingClaim) -> PendingClaim | None:
+        """The book's round for ``pending``'s start, as the book has it now (None: gone)."""
+        still = [p for p in self.ports.book.pending() if p.ref == pending.ref]
+        return still[0] if still and still[0].start == pending.start else None
 
     def _superseded(self, pending: PendingClaim, comments: list[IssueComment], login: str) -> bool:
         """Whether the thread moved on past a round a crash left: a later authorized
@@ -273,20 +301,42 @@ class Claiming:
         return False
 
     def _posted_and_read(
-        self, pending: PendingClaim, login: str, *, fresh: bool
-    ) -> tuple[PendingClaim, list[IssueComment]]:
+        self, pending: PendingClaim, login: str | None, *, fresh: bool
+    ) -> tuple[PendingClaim, list[IssueComment], str | None]:
         """This machine's claim posted (once: a POST a crash cut short is looked for by
-        its nonce first), then the thread after the start, read once."""
+        its nonce first), then the thread after the start, read once; and the token's
+        login (learned from its own claim there when it was not known)."""
         read = self.ports.comments_after
         if pending.comment_id is not None:
-            return pending, list(read(pending.ref, pending.since))
+            comments = list(read(pending.ref, pending.since))
+            return pending, comments, login or self._learned(comments, pending)
         if pending.posting:
             comments = list(read(pending.ref, pending.since))
-            marked = _marked(comments, pending, login)
+            login = login or self._learned(comments, pending)
+            marked = _marked(comments, pending, login) if login else []
             if any(_is_ours(c, pending) or not self._mine(c) for c in marked):
-                return pending, comments  # its own claim is there, or another's decides
+                return pending, comments, login  # its own claim is there, or another's decides
         pending = self._post(pending, fresh=fresh)
-        return pending, list(read(pending.ref, pending.since))
+        comments = list(read(pending.ref, pending.since))
+        return pending, comments, login or self._learned(comments, pending)
+
+    def _learned(self, comments: list[IssueComment], pending: PendingClaim) -> str | None:
+        """The token's login, as the author of this machine's claim among ``comments``
+        (the comment its POST was given, or before that id is known the first one
+        carrying its marker: its nonce was this machine's alone until posted), kept from
+        now on; None while the claim is not there."""
+        marker = claim_marker(pending.kind, pending.start, self.ports.machine.id, pending.nonce)
+        own = [
+            c
+            for c in comments
+            if (c.id == pending.comment_id if pending.comment_id is not None else marker in c.body)
+        ]
+        if not own:
+            return None
+        login = min(own, key=lambda c: c.id).login
+        self.ports.learn_login(login)
+        self._know(login)
+        return login
 
     def _not_shown(self, pending: PendingClaim) -> None:
         """This machine's claim is not in the thread: GitHub has not shown it yet (the
@@ -510,26 +560,45 @@ class Claiming:
     def _mine(self, claim: Claim) -> bool:
         return claim.machine == self.ports.machine.id
 
-    def _own_login(self) -> str:
-        """The token's own login; a sentence saying why claims need it when GitHub did
-        not say."""
+    def _own_login(self) -> str | None:
+        """The token's own login (None: not known yet, learned from this machine's claim
+        once posted); a sentence saying what happened when GitHub failed to say."""
         try:
-            return self.ports.own_login()
+            login = self.ports.own_login()
         except TheLoopError as error:
             raise TheLoopError(
-                f"GitHub did not say whose the token is (GET /user: {error}); a claim "
-                "counts only by the token's own login (on a machine alone on its "
-                "repositories, routing.claim: never claims nothing)"
+                f"could not learn whose the token is ({error}); a claim counts only by "
+                "the token's own login, so none is decided until GitHub answers (on a "
+                "machine alone on its repositories, routing.claim: never claims nothing)"
             ) from error
+        if login:
+            self._know(login)
+        return login or None
 
-    def _own_login_or_none(self) -> str:
-        if self._login is None:
+    def _login_for_reading(self) -> str | None:
+        """The token's login to read the batch's claims by, asked once a round: None
+        while not known; ``""`` when GitHub failed to say (claims are not read)."""
+        if not self._asked:
+            self._asked = True
             try:
-                self._login = self.ports.own_login()
+                found = self.ports.own_login()
             except TheLoopError as error:
                 self.round.intake.ports.warn(f"claims are not read: {error}")
-                self._login = ""
+                found = ""
+            if found:
+                self._know(found)
+            else:
+                self._login = found
         return self._login
+
+    def _know(self, login: str) -> None:
+        """``login`` is the token's: the claims read before it was known are judged."""
+        if self._login == login:
+            return
+        self._login, self._asked = login, True
+        waiting, self._unjudged = self._unjudged, []
+        for comment in waiting:
+            self.note(comment)
 
     def _machines(self, ref: WorkItemRef) -> dict[str, str]:
         return dict(self.ports.book.machines(_repository(ref)))

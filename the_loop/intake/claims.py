@@ -75,8 +75,13 @@ def no_machine_body(
     return _marked(line, NO_MACHINE, start, machine, nonce)
 
 
+def claim_marker(kind: str, start: int, machine: str, nonce: str) -> str:
+    """The hidden marker of a claim (or notice) of ``kind`` on ``start``."""
+    return f"<!-- the-loop:{kind} start={start} machine={machine} nonce={nonce} -->"
+
+
 def _marked(line: str, kind: str, start: int, machine: str, nonce: str) -> str:
-    marker = f"<!-- the-loop:{kind} start={start} machine={machine} nonce={nonce} -->"
+    marker = claim_marker(kind, start, machine, nonce)
     if CLAIM_MARKER.fullmatch(marker) is None:
         raise ValueError(f"not a claim: start {start}, machine {machine!r}, nonce {nonce!r}")
     return f"{line}\n\n{AGENT_COMMENT_MARKER}\n{marker}"

@@ -1,7 +1,8 @@
 """One poll cycle: the reader that asks GitHub what changed and feeds the intake.
 
 Per repository: a round of the intake over its live sessions; the kept listing
-brought up to date (what changed since its cursor); the comments since the comment
+brought up to date (what changed since its cursor; a repository GitHub renamed is read
+through its redirect, and said once); the comments since the comment
 cursor (with none, a window of the newest only: first sight reads no history), each
 fed to the round in order; the watched pull requests' CI (:mod:`checks`: read after the
 listing, handed to the round after the comments); then the round delivers what waits
@@ -53,6 +54,7 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
         now=ports.clock(),
         warn=ports.warn,
     )
+    _say_renamed(name, reads, intake)
     _link_pulls(name, round_, items, reads, intake)
     checks = read_checks(name, round_, items, reads, intake)
     cursor = reads.cursors.get(name)
@@ -82,6 +84,26 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
         reads.cursors.set(name, newest)
     if reviewed is not None and not intake.counts.stopped:
         reads.cursors.set(reviews_cursor_key(name), reviewed)
+
+
+def renamed_key(name: str) -> str:
+    """The key, among the comment cursors, of the name a renaming was last said for."""
+    return f"{name}#renamed"
+
+
+def _say_renamed(name: str, reads: ReaderPorts, intake: Intake) -> None:
+    """Once for each new name (kept among the cursors): GitHub redirects ``name``'s reads
+    to a repository of another name, polled there under the config's name."""
+    renamed = reads.github.moved_to(name)
+    if not renamed or reads.cursors.get(renamed_key(name)) == renamed:
+        return
+    intake.ports.warn(
+        f"{name} is {renamed} on GitHub now (renamed or moved): polled through GitHub's "
+        f"redirect, its sessions and records kept under {name}; polling.repositories still "
+        f"names {name}"
+    )
+    intake.ports.emit("poll.repository_renamed", "warning", repository=name, renamed_to=renamed)
+    reads.cursors.set(renamed_key(name), renamed)
 
 
 def _link_pulls(

@@ -61,13 +61,14 @@ class PolledItems:
         """One GET of the item; what it says is kept in the listing (so it is asked once).
 
         An item GitHub no longer has (its GET refused 404 or 410: deleted, or transferred
-        out of reach) is an ``Issue`` that is ``gone``, saying why; any other refusal raises.
+        out of reach; 301: redirected to the issue it was transferred to) is an ``Issue``
+        that is ``gone``, saying why; any other refusal raises.
         """
         try:
             data = self.github.item(ref)
         except TheLoopError as error:
             # The reads' refusal carries GitHub's HTTP status; only these say "gone".
-            if getattr(error, "status", None) not in (404, 410):
+            if getattr(error, "status", None) not in (301, 404, 410):
                 raise
             return Issue(ref, is_open=False, gone=str(error))
         if same_repository(ref, self.repository):

@@ -96,6 +96,11 @@ class GitHubReads(Protocol):
 
     def item(self, ref: WorkItemRef) -> Json: ...
 
+    def moved_to(self, repository: str) -> str:
+        """The name GitHub gives ``repository`` now, when its reads were redirected for
+        good to a repository of another name (renamed, or moved); ``""`` otherwise."""
+        ...
+
     def rate_low(self) -> bool: ...
 
 
