@@ -262,7 +262,8 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "poll cursors",
         "local/poll-cursors.json",
         False,
-        "each repository's comment cursor and the ids of comments the-loop posted",
+        "each repository's comment cursor (and reviews cursor), the new name last said of a "
+        "repository GitHub renamed, and the ids of comments the-loop posted",
         "clocks and cursors stay machine-local, so an idle cycle writes nothing under portable/",
     ),
     GeneratedPath(
@@ -324,7 +325,8 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "local/claims.json",
         False,
         "the claims this machine has begun and not decided, who holds each item it lost, "
-        "and the machines seen claiming on each repository",
+        "the machines seen claiming on each repository, and the login learned from a claim "
+        "for a token GitHub refuses GET /user (by its one-way fingerprint, never the token)",
         "a claim a crash cut short is finished next cycle, and sessions list shows what "
         "other machines hold",
     ),
