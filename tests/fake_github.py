@@ -7,8 +7,9 @@ and their logs, reactions) is driven here too and served by
 :mod:`tests.fake_github_pulls`. What is served follows
 GitHub's public REST documentation: weak ETags and 304 on ``If-None-Match`` (a 304
 costs no rate budget), ``since`` = updated at or after, ``Link`` pagination with
-``rel="next"``/``"last"``, the ``x-ratelimit-*`` headers, 403/429 with
-``retry-after``, and ``x-poll-interval`` when set.
+``rel="next"``/``"prev"``/``"first"``, and ``"last"`` only while the pages can be
+counted (:attr:`FakeGitHub.last_link_pages`), the ``x-ratelimit-*`` headers, 403/429
+with ``retry-after``, and ``x-poll-interval`` when set.
 """
 
 from __future__ import annotations
@@ -363,6 +364,9 @@ class FakeGitHub:
     connections: int = 0
     #: The most entries a page holds (GitHub's is 100; fewer make a long history cheap).
     max_per_page: int = MAX_PER_PAGE
+    #: A listing of more pages than this links no ``rel="last"`` (GitHub leaves it out
+    #: when it cannot count the pages; 0: never linked).
+    last_link_pages: int = 100
     released: threading.Event = field(default_factory=threading.Event)
     lock: threading.RLock = field(default_factory=threading.RLock)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1001))
@@ -1304,7 +1308,7 @@ class Routes:
         for rel, target in (("prev", number - 1), ("next", number + 1), ("first", 1)):
             if 1 <= target <= last and (rel != "first" or number > 1):
                 links.append(self.link(path, query, target, rel))
-        if number < last:
+        if number < last <= self.fake.last_link_pages:
             links.append(self.link(path, query, last, "last"))
         return Answer(200, chunk, {"link": ", ".join(links)} if links else {})
 

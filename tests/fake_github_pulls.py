@@ -12,7 +12,9 @@ issue endpoints (the handler does those for every path):
   ``since`` on ``updated_at``), ``/pulls/comments/{id}``, ``/pulls/{n}/comments``,
   ``/pulls/{n}/reviews``, ``/pulls/{n}/reviews/{id}``, ``/pulls/{n}/reviews/{id}/comments``;
 - ``GET /repos/{o}/{r}/commits/{ref}/check-runs`` (``filter=latest`` by default: the
-  newest run of each name) and ``/commits/{ref}/status`` (the combined status);
+  newest run of each name; ``total_count`` and paged), ``/commits/{ref}/status`` (the
+  combined status, whose entries name no ``creator``, as GitHub's do not) and
+  ``/commits/{ref}/statuses`` (every status, newest first, each with its ``creator``);
 - ``GET /repos/{o}/{r}/actions/jobs/{id}`` and ``/actions/jobs/{id}/logs`` (a 302 to the
   log's own URL, :data:`~tests.fake_github.LOG_BLOB_PREFIX`, as GitHub redirects to a
   short-lived download URL);
@@ -242,7 +244,9 @@ class PullRoutes(Routes):
         latest = list({s.context: s for s in sorted(mine, key=lambda s: s.id)}.values())
         latest.sort(key=lambda s: s.id, reverse=True)
         api = self.fake.url
-        listing = self.page(latest, asked.query, asked.path, lambda s: status_json(s, api))
+        listing = self.page(
+            latest, asked.query, asked.path, lambda s: status_json(s, api, creator=False)
+        )
         repository = f"{api}/repos/{where.repository}"
         payload = {
             "state": combined_state([s.state for s in latest]),
@@ -254,6 +258,20 @@ class PullRoutes(Routes):
             "url": f"{repository}/commits/{sha}/status",
         }
         return Answer(200, payload, listing.headers)
+
+    def list_statuses(self, where: Where, asked: Asked) -> Answer:
+        """Every status posted on ``ref``, newest first, each naming its ``creator``."""
+        sha = self._commit(where)
+        if sha is None:
+            return _no_commit(where)
+        mine = [
+            s
+            for s in self.fake.statuses
+            if (s.owner, s.repo, s.sha) == (where.owner, where.repo, sha)
+        ]
+        mine.sort(key=lambda s: s.id, reverse=True)
+        api = self.fake.url
+        return self.page(mine, asked.query, asked.path, lambda s: status_json(s, api))
 
     def job(self, where: Where, asked: Asked) -> Answer:
         job = self._job(where)
@@ -475,9 +493,10 @@ def _pull_reference(pull: FakeIssue, repository_url: str) -> dict[str, Any]:
     }
 
 
-def status_json(status: FakeStatus, api_url: str) -> dict[str, Any]:
-    """A commit status: ``target_url`` and ``description`` are null when not set."""
-    return {
+def status_json(status: FakeStatus, api_url: str, *, creator: bool = True) -> dict[str, Any]:
+    """A commit status: ``target_url`` and ``description`` are null when not set; the
+    combined status's entries (``creator`` False) do not name who posted them."""
+    document: dict[str, Any] = {
         "id": status.id,
         "node_id": f"SC_{status.id}",
         "url": f"{api_url}/repos/{status.owner}/{status.repo}/statuses/{status.sha}",
@@ -486,10 +505,12 @@ def status_json(status: FakeStatus, api_url: str) -> dict[str, Any]:
         "target_url": status.target_url or None,
         "description": status.description or None,
         "avatar_url": None,
-        "creator": _user(status.login),
         "created_at": iso(status.created_at),
         "updated_at": iso(status.created_at),
     }
+    if creator:
+        document["creator"] = _user(status.login)
+    return document
 
 
 def job_json(job: FakeJob, api_url: str) -> dict[str, Any]:
@@ -544,6 +565,7 @@ _ENDPOINTS: list[tuple[str, re.Pattern[str], Endpoint]] = [
         ("GET", f"/pulls/{_ID}/reviews/{_ID}/comments", PullRoutes.review_comments_of),
         ("GET", "/commits/(.+)/check-runs", PullRoutes.check_runs),
         ("GET", "/commits/(.+)/status", PullRoutes.combined_status),
+        ("GET", "/commits/(.+)/statuses", PullRoutes.list_statuses),
         ("GET", f"/actions/jobs/{_ID}", PullRoutes.job),
         ("GET", f"/actions/jobs/{_ID}/logs", PullRoutes.job_logs),
         ("POST", f"/issues/comments/{_ID}/reactions", _on("issue_comment", PullRoutes.react)),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, cast
 
 from the_loop.github.backoff import RatePolicy
@@ -133,16 +133,18 @@ class ClientReads:
 
     def comments_since(self, repository: str, since: str | None) -> CommentsPage:
         """The comments updated at or after ``since``, oldest first (past the page cap,
-        the oldest); with no ``since``, only the newest :data:`FIRST_SIGHT_PAGES` pages."""
+        the oldest); with no ``since``, only the newest :data:`FIRST_SIGHT_PAGES` pages
+        (asked newest first, so a long history is never walked, then put in order)."""
+        path = f"/repos/{repository}/issues/comments"
         params: dict[str, str | int] = {"sort": "updated", "direction": "asc", "per_page": 100}
         if since is not None:
-            params["since"] = since
-        path = f"/repos/{repository}/issues/comments"
-        if since is None:
-            return self._listing(
-                repository, path, params, keep=False, max_pages=FIRST_SIGHT_PAGES, beyond="last"
-            )
-        return self._listing(repository, path, params, keep=False, beyond="first")
+            since_params = {**params, "since": since}
+            return self._listing(repository, path, since_params, keep=False, beyond="first")
+        params["direction"] = "desc"
+        newest = self._listing(
+            repository, path, params, keep=False, max_pages=FIRST_SIGHT_PAGES, beyond="first"
+        )
+        return replace(newest, entries=list(reversed(newest.entries)))
 
     def pull_requests(self, repository: str) -> ListingPage:
         """The open pull requests, the most recently updated first: the first page only
@@ -205,17 +207,26 @@ class ClientReads:
         return self._object(repository, f"/repos/{repository}/pulls/{number}", {}).data
 
     def check_runs(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage:
-        """The latest check run of each name on commit ``sha`` (one page of 100), read
-        conditionally unless ``fresh``."""
+        """The latest check run of each name on commit ``sha``, every page of 100 (see
+        :meth:`_paged_object`), read conditionally unless ``fresh``."""
         path = f"/repos/{repository}/commits/{sha}/check-runs"
         params: dict[str, str | int] = {"filter": "latest", "per_page": 100}
-        return self._object(repository, path, params, conditional=not fresh)
+        return self._paged_object(repository, path, params, "check_runs", conditional=not fresh)
 
     def combined_status(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage:
-        """The latest status of each context on commit ``sha`` (one page of 100), read
-        conditionally unless ``fresh``."""
+        """The latest status of each context on commit ``sha``, every page of 100 (see
+        :meth:`_paged_object`), read conditionally unless ``fresh``."""
         path = f"/repos/{repository}/commits/{sha}/status"
-        return self._object(repository, path, {"per_page": 100}, conditional=not fresh)
+        params: dict[str, str | int] = {"per_page": 100}
+        return self._paged_object(repository, path, params, "statuses", conditional=not fresh)
+
+    def statuses(self, repository: str, sha: str) -> Sequence[Json]:
+        """The newest statuses posted on commit ``sha``, newest first (one page of 100),
+        each with its ``creator``; read in full, not counted against the repository."""
+        url = self.client.url_for(f"/repos/{repository}/commits/{sha}/statuses", {"per_page": 100})
+        answer = self.client.get_url(url, conditional=False)
+        self._rate(answer.rate)
+        return answer.objects()
 
     def job(self, repository: str, job_id: int) -> Json:
         """A GitHub Actions job (its steps); not counted against the repository."""
@@ -248,6 +259,33 @@ class ClientReads:
             raise
         self._rate(answer.rate)
         return ObjectPage(data, answer.not_modified)
+
+    def _paged_object(
+        self,
+        repository: str,
+        path: str,
+        params: dict[str, str | int],
+        key: str,
+        *,
+        conditional: bool,
+    ) -> ObjectPage:
+        """An answer that is an object listing one page of ``key`` (GitHub's check runs,
+        a combined status), every page read: the first page's object with ``key``'s
+        entries of all pages (once each, by id). Each page is a conditional GET unless not
+        ``conditional``: not modified when every page answers 304; else a page that did
+        is asked again in full (its body is not kept). A refusal is remembered, then raised."""
+        try:
+            listing = self.client.get_all_pages(path, params, conditional=conditional)
+            pages = [
+                page if page.has_body else self.client.get_url(page.url, conditional=False)
+                for page in (() if listing.not_modified else listing.pages)
+            ]
+            data = _joined([page.object() for page in pages], key)
+        except GitHubHTTPError as error:
+            self.refusals.append(Refusal(repository, error))
+            raise
+        self._rate((pages[-1] if pages else listing.pages[-1]).rate)
+        return ObjectPage(data, listing.not_modified)
 
     def thread(self, ref: WorkItemRef) -> Sequence[Json]:
         """The item's comments, oldest first (past the page cap, the newest pages)."""
@@ -345,6 +383,25 @@ class ClientReads:
     def _rate(self, rate: RateLimit | None) -> None:
         if rate is not None:
             self.rate, self.remaining = rate, rate.remaining
+
+
+def _joined(objects: Sequence[Json], key: str) -> Json:
+    """The first object, its ``key`` holding the entries of every object's ``key`` in
+    order, an id already met left out (an entry that moved a page on while the pages
+    were read); ``{}`` for no object."""
+    if not objects:
+        return {}
+    entries: list[Any] = []
+    ids: set[int] = set()
+    for data in objects:
+        found = data.get(key)
+        for entry in cast(list[Any], found) if isinstance(found, list) else []:
+            number = cast(dict[str, Any], entry).get("id") if isinstance(entry, dict) else None
+            if not isinstance(number, int) or number not in ids:
+                entries.append(entry)
+            if isinstance(number, int):
+                ids.add(number)
+    return {**objects[0], key: entries}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, cast
 
@@ -41,6 +42,8 @@ from the_loop.github.replies import (
 #: A listing longer than this many pages is refused (a ``Link`` loop, or a runaway),
 #: unless the caller asks for its first or its last pages.
 MAX_PAGES = 1000
+#: No walk reads more pages than this, not even one kept to its last pages.
+MAX_WALKED_PAGES = 10 * MAX_PAGES
 #: The longest one request may take, from its connect to the last byte of its answer.
 DEFAULT_DEADLINE_SECONDS = 30.0
 #: A larger body is refused: no page of GitHub's comes near it.
@@ -182,58 +185,47 @@ class GitHubClient:
         max_pages: int = MAX_PAGES,
         beyond: Beyond = "refuse",
     ) -> Listing:
-        """Every page of ``path``, following ``rel="next"`` (each page a conditional GET,
-        unless ``conditional`` is False: then every page is read in full).
+        """Every page of ``path``, following ``rel="next"`` until a page has none (each page
+        a conditional GET, unless ``conditional`` is False: then every page is read in full).
 
         Past ``max_pages`` pages: an error (``refuse``), the first ``max_pages`` pages
-        (``first``), or the last ones, reached by ``rel="last"`` then ``rel="prev"`` and
-        given in order (``last``); the listing is then ``truncated``. A link back to a
-        page already read is always an error.
+        (``first``), or the last ones (``last``: the walk goes on by ``rel="next"`` and
+        keeps the newest ``max_pages`` pages, in order); the listing is then ``truncated``.
+        No other relation is needed (GitHub leaves ``last`` out when it cannot count the
+        pages). A link back to a page already read, or a walk past
+        :data:`MAX_WALKED_PAGES` pages, is an error.
         """
-        pages: list[GitHubResponse] = []
+        pages: deque[GitHubResponse] = deque(maxlen=max_pages if beyond == "last" else None)
         url, seen = self.url_for(path, params), set[str]()
+        first: GitHubResponse | None = None
         while url:
-            if url in seen:
+            if url in seen or len(seen) >= MAX_WALKED_PAGES:
                 raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
-            if len(pages) >= max_pages and beyond == "first":
+            if len(seen) >= max_pages and beyond == "first":
                 return Listing(tuple(pages), truncated=True)
-            if len(pages) >= max_pages and beyond == "last":
-                return Listing(self._last_pages(pages[-1], max_pages, keep_bodies), truncated=True)
-            if len(pages) >= max_pages:
+            if len(seen) >= max_pages and beyond == "refuse":
                 raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
             seen.add(url)
-            page = self.get_url(url, keep_body=keep_bodies, conditional=conditional)
-            if page.not_modified and not page.next_url and _may_have_grown(page, pages):
-                # A full last page unchanged: a new entry may have started the page after
-                # it, and the Link a 304 stands for is the old one. Asked again in full;
-                # still the last page, and the same: it stays not modified.
-                kept = self.etags.lookup(self._fingerprint, url)
-                fresh = self.get_url(url, keep_body=keep_bodies, conditional=False)
-                same = kept is not None and fresh.headers.get("etag", "") == kept.etag
-                page = page if same and not fresh.next_url else fresh
+            page = self._page(url, first, keep_bodies=keep_bodies, conditional=conditional)
+            first = first or page
             pages.append(page)
             url = page.next_url
-        return Listing(tuple(pages))
+        return Listing(tuple(pages), truncated=len(seen) > len(pages))
 
-    def _last_pages(
-        self, edge: GitHubResponse, max_pages: int, keep_bodies: bool
-    ) -> tuple[GitHubResponse, ...]:
-        """The last ``max_pages`` pages of the listing ``edge`` is a page of, in order."""
-        if edge.not_modified and not link_target(edge.headers.get("link", ""), "last"):
-            edge = self.get_url(edge.url, keep_body=keep_bodies, conditional=False)  # its links
-        url = self._linked(edge.url, edge.headers, "last")
-        if not url:
-            raise GitHubHTTPError(f"{_where(edge.url)} keeps linking to more pages; stopped")
-        pages: list[GitHubResponse] = []
-        seen = set[str]()
-        while url and len(pages) < max_pages:
-            if url in seen:
-                raise GitHubHTTPError(f"{_where(url)} keeps linking to more pages; stopped")
-            seen.add(url)
-            page = self.get_url(url, keep_body=keep_bodies, conditional=False)
-            pages.append(page)
-            url = self._linked(url, page.headers, "prev")
-        return tuple(reversed(pages))
+    def _page(
+        self, url: str, first: GitHubResponse | None, *, keep_bodies: bool, conditional: bool
+    ) -> GitHubResponse:
+        """One page of a walk whose first page was ``first`` (None: this is the first)."""
+        page = self.get_url(url, keep_body=keep_bodies, conditional=conditional)
+        if page.not_modified and not page.next_url and _may_have_grown(page, first):
+            # A full last page unchanged: a new entry may have started the page after
+            # it, and the Link a 304 stands for is the old one. Asked again in full;
+            # still the last page, and the same: it stays not modified.
+            kept = self.etags.lookup(self._fingerprint, url)
+            fresh = self.get_url(url, keep_body=keep_bodies, conditional=False)
+            same = kept is not None and fresh.headers.get("etag", "") == kept.etag
+            page = page if same and not fresh.next_url else fresh
+        return page
 
     def get_url(
         self, url: str, *, keep_body: bool = False, conditional: bool = True
@@ -490,14 +482,14 @@ def _entries(body: bytes) -> int:
     return len(cast(list[Any], parsed)) if isinstance(parsed, list) else -1
 
 
-def _may_have_grown(page: GitHubResponse, before: Sequence[GitHubResponse]) -> bool:
+def _may_have_grown(page: GitHubResponse, first: GitHubResponse | None) -> bool:
     """Whether a last page answered 304 was full, so a new entry would be on a page it
-    does not link to: as full as the walk's first page was (that one had a next), or,
+    does not link to: as full as the walk's ``first`` page was (that one had a next), or,
     alone, as long as the ``per_page`` asked for (GitHub's default 30, at most 100)."""
     if page.entries <= 0:
         return False
-    if before:
-        return page.entries >= before[0].entries > 0
+    if first is not None:
+        return page.entries >= first.entries > 0
     asked = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query).get("per_page", ["30"])
     size = int(asked[0]) if asked[0].isdigit() else 30
     return page.entries >= min(max(size, 1), 100)

@@ -50,8 +50,8 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z ?")
 @dataclass(frozen=True)
 class FailedCheck:
     """A check run or a commit status that failed: its name (a status's context), its
-    conclusion (a status's state), its link, and the Actions job that ran it (None: not
-    GitHub Actions, or a status)."""
+    conclusion (a status's state), its link, the Actions job that ran it (None: not
+    GitHub Actions, or a status), and a status's id."""
 
     name: str
     conclusion: str
@@ -60,8 +60,9 @@ class FailedCheck:
     job_id: int | None = None
     #: What the check said of itself: a check run's output title, a status's description.
     summary: str = ""
-    #: Who reported it: a check run's app, a status's creator.
+    #: Who reported it: a check run's app (a status's creator is not in the answer read).
     by: str = ""
+    status_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,13 @@ class HeadChecks:
 class CheckDetails:
     """What the reader found of a failed check's job: its first failed step, its log as
     GitHub served it (None: not fetched), and why something is missing (``""``: nothing
-    is, or nothing was to be fetched)."""
+    is, or nothing was to be fetched); of a failed status, who posted it (``""``: not
+    found)."""
 
     first_failed_step: str = ""
     log: str | None = None
     missing: str = ""
+    by: str = ""
 
 
 #: ``details(head, check)``: the reader's look at a failed check's job, asked only for a
@@ -115,7 +118,8 @@ def check_runs_reading(data: Mapping[str, Any]) -> PartReading:
 
 
 def statuses_reading(data: Mapping[str, Any]) -> PartReading:
-    """``GET /commits/{sha}/status``'s answer (the latest status of each context)."""
+    """``GET /commits/{sha}/status``'s answer (the latest status of each context; it
+    does not say who posted one: see :func:`status_creator`)."""
     statuses = [s for s in _objects(data.get("statuses")) if _text(s, "context")]
     failed = tuple(
         FailedCheck(
@@ -124,7 +128,7 @@ def statuses_reading(data: Mapping[str, Any]) -> PartReading:
             _text(s, "target_url"),
             "status",
             summary=_text(s, "description"),
-            by=_text(_object(s, "creator"), "login"),
+            status_id=_positive(s.get("id")),
         )
         for s in statuses
         if _text(s, "state") in FAILED_STATES
@@ -132,6 +136,16 @@ def statuses_reading(data: Mapping[str, Any]) -> PartReading:
     active = any(_text(s, "state") == "pending" for s in statuses)
     green = all(_text(s, "state") == "success" for s in statuses)
     return PartReading(_state(bool(statuses), active, bool(failed), green), failed)
+
+
+def status_creator(statuses: Iterable[Mapping[str, Any]], status_id: int) -> str:
+    """The login of whoever posted status ``status_id``, from ``GET
+    /commits/{sha}/statuses`` (whose entries, unlike the combined status's, name their
+    ``creator``); ``""`` when it is not among them."""
+    for status in statuses:
+        if _positive(status.get("id")) == status_id:
+            return _text(_object(status, "creator"), "login")
+    return ""
 
 
 def head_verdict(parts: Iterable[PartState], *, failed: bool = False) -> Verdict:

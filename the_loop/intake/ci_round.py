@@ -131,7 +131,8 @@ class _Head:
             details = CheckDetails(missing=f"its job could not be read ({error})")
         text = check_paste(head, check, details)
         extra = {"pullRequest": head.pull_request.ref, "check": check.name, "sha": head.sha}
-        if queue_paste(ports, head.owner, key, text, by=check.by, held=paused, extra=extra):
+        by = check.by or details.by
+        if queue_paste(ports, head.owner, key, text, by=by, held=paused, extra=extra):
             self.intake.counts.ci_failures += 1
             self.intake.counts.held += paused
 

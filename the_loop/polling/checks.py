@@ -4,14 +4,15 @@ Watched: each open pull request of the repository linked to a work item with a l
 session here, and a live session's own item when it is a pull request. Its head SHA is
 kept in the heads cache (``local/poll-heads.json``), taken from the open pull requests'
 listing whenever a cycle reads it (:func:`note_heads`), else asked once
-(``GET /pulls/{n}``). Each cycle a head has two answers to give, each a conditional GET:
-its check runs and its combined commit status. A new head is asked both; an answer
-still running (a check run not completed, a status pending) is asked every cycle; the
-rest take turns, one a cycle, so an idle head costs one request a cycle, answered 304.
-What each answer said last is kept, so a head is judged green by both. The heads whose
-answers changed go to the round (:meth:`~the_loop.intake.intake.Round.ci`) after the
-comments, with the look at a failed Actions job (its steps, then its log) that the
-round asks for only a failure it pastes.
+(``GET /pulls/{n}``). Each cycle a head has two answers to give, each a conditional GET
+of every page: its check runs and its combined commit status. A new head is asked both;
+an answer still running (a check run not completed, a status pending) is asked every
+cycle; the rest take turns, one a cycle, so an idle head of one page costs one request a
+cycle, answered 304. What each answer said last is kept, so a head is judged green by
+both. The heads whose answers changed go to the round
+(:meth:`~the_loop.intake.intake.Round.ci`) after the comments, with the look the round
+asks for only a failure it pastes: at a failed Actions job (its steps, then its log), or
+at who posted a failed status.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from the_loop.intake.ci import (
     check_runs_reading,
     first_failed_step,
     head_verdict,
+    status_creator,
     statuses_reading,
 )
 from the_loop.intake.intake import Intake, Round, same_repository
@@ -51,7 +53,10 @@ class ChecksRead:
 
     def details(self, head: HeadChecks, check: FailedCheck) -> CheckDetails:
         """The first failed step and the log of the Actions job that ran ``check``
-        (nothing for another app or a status); what could not be read is said instead."""
+        (nothing for another app); what could not be read is said instead. Of a status:
+        who posted it, when the newest statuses of the head say (else nothing)."""
+        if check.kind == "status":
+            return CheckDetails(by=self._creator(head, check))
         if check.job_id is None:
             return CheckDetails()
         try:
@@ -64,6 +69,15 @@ class ChecksRead:
         except TheLoopError as error:
             return CheckDetails(step, None, f"its log could not be fetched ({error})")
         return CheckDetails(step, log)
+
+    def _creator(self, head: HeadChecks, check: FailedCheck) -> str:
+        if check.status_id is None:
+            return ""
+        try:
+            statuses = self.checks.statuses(self.name, head.sha)
+        except TheLoopError:
+            return ""  # who posted it goes unsaid; the paste does not wait for it
+        return status_creator(statuses, check.status_id)
 
 
 def watched_heads(round_: Round, items: PolledItems) -> dict[WorkItemRef, WorkItemRef]:

@@ -9,7 +9,7 @@ sentence on failure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
@@ -66,14 +66,17 @@ class HeadState:
 
 
 class CheckReads(Protocol):
-    """The reads of a pull request's CI: its head, its check runs and combined status (one
-    conditional GET each; ``fresh`` asks in full), an Actions job and its log."""
+    """The reads of a pull request's CI: its head, its check runs and combined status
+    (each every page of it, conditionally; ``fresh`` asks in full), the statuses posted
+    on a commit (the newest, with who posted each), an Actions job and its log."""
 
     def pull_request(self, repository: str, number: int) -> Json: ...
 
     def check_runs(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage: ...
 
     def combined_status(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage: ...
+
+    def statuses(self, repository: str, sha: str) -> Sequence[Json]: ...
 
     def job(self, repository: str, job_id: int) -> Json: ...
 
