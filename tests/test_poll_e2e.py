@@ -4,6 +4,7 @@ socket, real git, and a stand-in agent that writes its prompt and what it reads 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,16 +147,16 @@ def test_an_idle_cycle_is_all_304s_and_writes_nothing_under_portable(
 
 
 def test_a_second_poller_exits_1_naming_the_holder(world: PollWorld) -> None:
-    from the_loop.dispatch.daemons import PollerLock
+    from the_loop.dispatch.daemons import DaemonLock, poller_files
 
-    lock = PollerLock(world.layout.poll_pidfile)
+    lock = DaemonLock(poller_files(world.layout))
     lock.acquire()
     try:
         code, _, err = world.run_cli(["poll", "--once"])
     finally:
         lock.release()
     assert code == 1
-    assert f"another poller holds {world.layout.poll_pidfile} (pid " in err
+    assert f"another poller holds {world.layout.poll_lock} (pid {os.getpid()})" in err
 
 
 def test_a_config_with_no_repository_is_a_usage_error_that_takes_no_lock(world: PollWorld) -> None:

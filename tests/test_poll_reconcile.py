@@ -26,7 +26,7 @@ from the_loop.commands.poll_reconcile import (
     cycle_wait,
     receiver_of,
 )
-from the_loop.dispatch.daemons import PollerLock
+from the_loop.dispatch.daemons import DaemonLock, receiver_files
 from the_loop.fsio import write_json
 from the_loop.webhook.status import status_path
 
@@ -78,7 +78,7 @@ def test_each_change_of_the_receiver_is_said_once() -> None:
 def test_receiver_of_reads_the_lock_and_the_status_file(tmp_path: Path) -> None:
     layout = World(tmp_path).layout
     assert receiver_of(layout) is None
-    lock = PollerLock(layout.pidfile, daemon="webhook receiver")
+    lock = DaemonLock(receiver_files(layout))
     lock.acquire()
     try:
         assert receiver_of(layout) is None  # no status file yet
@@ -181,9 +181,9 @@ def test_a_stop_asked_before_the_wait_skips_it_and_says_nothing(reconcile_world:
 
 
 @pytest.fixture
-def receiver_lock(world: PollWorld) -> Iterator[PollerLock]:  # noqa: F811 - the fixture
-    """The receiver's pidfile lock, held by this test process (its pid written there)."""
-    lock = PollerLock(world.layout.pidfile, daemon="webhook receiver")
+def receiver_lock(world: PollWorld) -> Iterator[DaemonLock]:  # noqa: F811 - the fixture
+    """The receiver's lock, held by this test process (its pid written beside it)."""
+    lock = DaemonLock(receiver_files(world.layout))
     lock.acquire()
     try:
         yield lock
@@ -207,7 +207,7 @@ def cycles(loop_world: PollWorld) -> int:
 def test_the_daemon_reconciles_behind_a_counting_receiver_and_returns_when_it_stops(
     world: PollWorld,  # noqa: F811 - the imported fixture
     github: FakeGitHub,  # noqa: F811 - the imported fixture
-    receiver_lock: PollerLock,
+    receiver_lock: DaemonLock,
 ) -> None:
     status_file = status_path(world.layout.local_dir)
     write_json(status_file, status(pid=os.getpid(), accepted=0))
@@ -251,7 +251,7 @@ def test_the_daemon_reconciles_behind_a_counting_receiver_and_returns_when_it_st
 def test_a_stop_ends_a_stretched_wait_at_once_and_an_insecure_receiver_stretches_nothing(
     world: PollWorld,  # noqa: F811 - the imported fixture
     github: FakeGitHub,  # noqa: F811 - the imported fixture
-    receiver_lock: PollerLock,
+    receiver_lock: DaemonLock,
 ) -> None:
     status_file = status_path(world.layout.local_dir)
     write_json(status_file, status(pid=os.getpid(), accepted=5, insecure=True))

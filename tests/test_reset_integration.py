@@ -265,21 +265,21 @@ def test_a_running_daemon_is_warned_about(
 def test_a_webhook_receiver_holding_its_lock_is_warned_about_by_its_lock(
     machine: Machine, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 20: the warning means `the-loop webhook`, found by the lock on its pidfile."""
-    from the_loop.dispatch.daemons import PollerLock
+    """Issue 20: the warning means `the-loop webhook`, found by the lock it holds."""
+    from the_loop.dispatch.daemons import DaemonLock, receiver_files
 
     machine.armed(ITEM)
-    lock = PollerLock(machine.layout.pidfile, daemon="webhook receiver")
+    lock = DaemonLock(receiver_files(machine.layout))
     lock.acquire()
     try:
         assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
     finally:
         lock.release()
     err = capsys.readouterr().err
-    pidfile = machine.layout.pidfile
+    held = machine.layout.webhook_lock
     assert (
         f"the webhook receiver looks like it is running (pid {os.getpid()} holds the lock on "
-        f"{pidfile})"
+        f"{held})"
     ) in err
     assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
     assert "webhook receiver" not in capsys.readouterr().err
@@ -303,20 +303,19 @@ def test_a_poller_holding_the_lock_is_warned_about_by_its_lock(
     machine: Machine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 18, item 11: the lock is the other evidence, and the warning names it."""
-    from the_loop.dispatch.daemons import PollerLock
+    from the_loop.dispatch.daemons import DaemonLock, poller_files
 
     machine.armed(ITEM)
-    lock = PollerLock(machine.layout.poll_pidfile)
+    lock = DaemonLock(poller_files(machine.layout))
     lock.acquire()
     try:
         assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
     finally:
         lock.release()
     err = capsys.readouterr().err
-    pidfile = machine.layout.poll_pidfile
+    held = machine.layout.poll_lock
     assert (
-        f"the poller looks like it is running (pid {os.getpid()} holds the lock on {pidfile})"
-        in err
+        f"the poller looks like it is running (pid {os.getpid()} holds the lock on {held})" in err
     )
 
 

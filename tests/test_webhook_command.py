@@ -158,7 +158,7 @@ def test_a_second_receiver_is_refused_by_the_lock_naming_the_holder(world: Recei
     )
     assert second.returncode == 1
     assert (
-        f"error: another webhook receiver holds {world.layout.pidfile} (pid {first.pid})"
+        f"error: another webhook receiver holds {world.layout.webhook_lock} (pid {first.pid})"
         in second.stderr
     )
     assert lock_holder(world.layout.pidfile) == first.pid

@@ -357,14 +357,19 @@ def _undo_append(fd: int, start: int, written: int) -> None:
             os.ftruncate(fd, start)
 
 
+class LockHeld(OSError):
+    """Another process holds the lock :func:`locked` was told not to wait for."""
+
+
 @contextlib.contextmanager
-def locked(lock_path: Path) -> Generator[None]:
+def locked(lock_path: Path, *, wait: bool = True) -> Generator[None]:
     """Hold an exclusive ``flock`` on ``lock_path`` for the ``with`` block.
 
     The lock file is created when missing and never removed (removing it
     would let two holders lock different inodes). Its directory must be a real
     directory and the name a regular file: a link (even a dangling one), a FIFO
-    or anything else raises :class:`StrangerFile` and nothing is created.
+    or anything else raises :class:`StrangerFile` and nothing is created. With
+    ``wait=False`` a lock another process holds raises :class:`LockHeld` at once.
     """
     if os.path.lexists(lock_path.parent):
         _refuse_linked_directory(lock_path.parent)  # before anything is made through it
@@ -372,10 +377,31 @@ def locked(lock_path: Path) -> Generator[None]:
     _refuse_linked_directory(lock_path.parent)
     fd = open_regular(lock_path, os.O_RDWR | os.O_CREAT)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LockHeld(errno.EWOULDBLOCK, f"{lock_path} is locked by another process") from None
         yield
     finally:
         os.close(fd)
+
+
+def lock_is_held(lock_path: Path) -> bool:
+    """Whether another process holds :func:`locked`'s lock on ``lock_path`` now; a
+    missing file, a link or a FIFO is not held (and is never followed or created)."""
+    try:
+        fd = open_regular(lock_path)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 def _refuse_linked_directory(directory: Path) -> None:

@@ -22,6 +22,11 @@ EVENT_LOG = "logs/events.jsonl"
 CRASH_LOG = "logs/crash.log"
 WEBHOOK_PIDFILE = "gh-webhook.pid"
 POLL_PIDFILE = "poll.pid"
+#: The daemons' locks under ``locks/``: each held with ``flock`` for its daemon's whole
+#: life (the exclusion), its pid beside it in ``<name>.pid``.
+DAEMON_LOCKS_DIR = "daemons"
+POLL_LOCK = "poll.lock"
+WEBHOOK_LOCK = "webhook.lock"
 ETAG_CACHE_FILE = "poll-etags.json"
 WATCHED_FILE = "poll-watched.json"
 LEGACY_DIR = "sessions"
@@ -91,6 +96,16 @@ class StateLayout:
     @property
     def locks_dir(self) -> Path:
         return self.root / LOCKS_DIR
+
+    @property
+    def poll_lock(self) -> Path:
+        """The poller's exclusion: ``locks/daemons/poll.lock``, whatever ``poll.pidfile`` says."""
+        return self.locks_dir / DAEMON_LOCKS_DIR / POLL_LOCK
+
+    @property
+    def webhook_lock(self) -> Path:
+        """The webhook receiver's exclusion: ``locks/daemons/webhook.lock``."""
+        return self.locks_dir / DAEMON_LOCKS_DIR / WEBHOOK_LOCK
 
     @property
     def local_locks_dir(self) -> Path:
@@ -355,15 +370,45 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "webhook pidfile",
         "gh-webhook.pid",
         False,
-        "the pid of a running webhook receiver",
-        "lets reset warn that a receiver may write state back",
+        "the pid of a running webhook receiver, locked by it (not the exclusion: its lock is)",
+        "older releases and other tools find the receiver here",
     ),
     GeneratedPath(
         "poller pidfile",
         "poll.pid",
         False,
-        "the pid of a running poller",
-        "lets reset warn that a poller may write state back",
+        "the pid of a running poller, locked by it (not the exclusion: its lock is)",
+        "older releases and other tools find the poller here",
+    ),
+    GeneratedPath(
+        "webhook lock",
+        "locks/daemons/webhook.lock",
+        False,
+        "an empty lock file the running webhook receiver holds with flock for its whole life",
+        "one receiver per state root: a second is refused while it is held, whatever the "
+        "pidfile says",
+    ),
+    GeneratedPath(
+        "webhook lock pid",
+        "locks/daemons/webhook.pid",
+        False,
+        "the pid of the receiver holding the lock beside it",
+        "what webhook status and webhook stop name, and reset warns about",
+    ),
+    GeneratedPath(
+        "poller lock",
+        "locks/daemons/poll.lock",
+        False,
+        "an empty lock file the running poller (daemon or --once) holds with flock for its "
+        "whole life",
+        "one poller per state root: a second is refused while it is held, whatever poll.pid says",
+    ),
+    GeneratedPath(
+        "poller lock pid",
+        "locks/daemons/poll.pid",
+        False,
+        "the pid of the poller holding the lock beside it",
+        "what poll status and poll stop name, and reset warns about",
     ),
     GeneratedPath(
         "lock files",

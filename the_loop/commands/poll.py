@@ -3,7 +3,8 @@
 One cycle (``--once``) or the daemon (a cycle every ``polling.intervalSeconds`` from
 cycle start, or ``polling.reconcileSeconds`` beside a webhook receiver that counts, the
 config re-read each cycle) under an exclusive ``flock`` on
-``<root>/poll.pid``. The cycle itself is :func:`the_loop.polling.cycle.run_cycle`.
+``<root>/locks/daemons/poll.lock`` (:class:`DaemonLock`), which a removed ``poll.pid``
+does not open. The cycle itself is :func:`the_loop.polling.cycle.run_cycle`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from the_loop.commands.poll_report import (
 )
 from the_loop.commands.render import Result, progress
 from the_loop.commands.stores import Stores, open_dispatcher, open_stores
-from the_loop.dispatch.daemons import PollerLock, poller_holder, stop_holder
+from the_loop.dispatch.daemons import DaemonLock, daemon_pid, poller_files, stop_holder
 from the_loop.errors import TheLoopError, UsageError
 from the_loop.fsio import write_json
 from the_loop.github.backoff import Backoffs
@@ -104,8 +105,8 @@ def _check_config(context: Context) -> None:
 
 
 @contextmanager
-def _holding(context: Context) -> Generator[PollerLock]:
-    lock = PollerLock(context.layout.poll_pidfile)
+def _holding(context: Context) -> Generator[DaemonLock]:
+    lock = DaemonLock(poller_files(context.layout))
     lock.acquire()
     try:
         yield lock
@@ -186,7 +187,7 @@ def _test_hook(stop: StopRequest) -> Any:
     return checkpoint
 
 
-def _daemon(args: argparse.Namespace, stop: StopRequest, lock: PollerLock) -> Result:
+def _daemon(args: argparse.Namespace, stop: StopRequest, lock: DaemonLock) -> Result:
     """A cycle every interval from cycle start, until a stop request (exit 0); beside a
     webhook receiver that counts, every ``polling.reconcileSeconds`` (:mod:`poll_reconcile`)."""
     from the_loop.adapters.poll_factory import interval_seconds
@@ -226,19 +227,20 @@ def _say_cycle(report: dict[str, Any]) -> None:
         warn(f"poll: {failure}")
 
 
-#: How often a waiting daemon checks that its pidfile is still the file it locked.
+#: How often a waiting daemon checks that its pidfile and pid are still there.
 LOCK_CHECK_SECONDS = 2.0
 
 
-def _wait_holding(lock: PollerLock, stop: StopRequest, seconds: float, *, context: Context) -> None:
-    """Wait ``seconds`` or until a stop, checking the lock every few seconds: a pidfile
-    removed or replaced by a file nobody locks is taken again (said on stderr and in the
-    log); one another poller holds now ends this one (``TheLoopError``, exit 1)."""
+def _wait_holding(lock: DaemonLock, stop: StopRequest, seconds: float, *, context: Context) -> None:
+    """Wait ``seconds`` or until a stop, checking every few seconds: a pid or a pidfile
+    removed or replaced by a file nobody locks is written again (a pidfile said on stderr
+    and in the log); a pidfile an older poller locks now ends this one (exit 1)."""
     deadline = time.monotonic() + seconds
     while True:
         if lock.check():
-            warn(f"poll: {lock.path} was removed or replaced; this poller holds it again")
-            _stores(context).events.emit("poll.pidfile_restored", "warning", pidfile=str(lock.path))
+            pidfile = lock.files.pidfile
+            warn(f"poll: {pidfile} was removed or replaced; this poller holds it again")
+            _stores(context).events.emit("poll.pidfile_restored", "warning", pidfile=str(pidfile))
         left = deadline - time.monotonic()
         if left <= 0 or stop.asked.wait(min(left, LOCK_CHECK_SECONDS)):
             return
@@ -255,7 +257,7 @@ def run_status(args: argparse.Namespace) -> Result:
     from the_loop.commands.poll_reconcile import status_reconciling
 
     context = load_context(args)
-    pid = poller_holder(context.layout.poll_pidfile)
+    pid = daemon_pid(poller_files(context.layout))
     last = last_cycle(context)
     waits, wait_lines = status_waits(last)
     behind, behind_lines = status_reconciling(context, running=pid is not None)
@@ -269,8 +271,7 @@ def run_status(args: argparse.Namespace) -> Result:
 def run_stop(args: argparse.Namespace) -> Result:
     """Signal the lock's holder and wait for the lock; exit 1 after the timeout."""
     context = load_context(args)
-    path = context.layout.poll_pidfile
-    pid = stop_holder(path, name="poller", timeout=STOP_TIMEOUT_SECONDS)
+    pid = stop_holder(poller_files(context.layout), timeout=STOP_TIMEOUT_SECONDS)
     if pid is None:
         return Result(items=({"stopped": False, "pid": None},), text=lambda: ("poll: not running",))
     return Result(

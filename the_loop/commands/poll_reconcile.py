@@ -18,7 +18,7 @@ from the_loop.adapters.poll_factory import interval_seconds, reconcile_seconds
 from the_loop.commands.common import Context
 from the_loop.commands.render import progress
 from the_loop.commands.stores import open_stores
-from the_loop.dispatch.daemons import lock_holder
+from the_loop.dispatch.daemons import daemon_pid, receiver_files
 from the_loop.layout import StateLayout
 from the_loop.webhook.status import read_status, status_path
 
@@ -60,7 +60,7 @@ def changes(previous: int | None, current: int | None) -> tuple[tuple[str, int],
 def receiver_of(layout: StateLayout) -> int | None:
     """The receiver counting on ``layout``'s state root now (see :func:`counting_receiver`)."""
     return counting_receiver(
-        lock_holder(layout.pidfile), read_status(status_path(layout.local_dir))
+        daemon_pid(receiver_files(layout)), read_status(status_path(layout.local_dir))
     )
 
 

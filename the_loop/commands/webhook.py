@@ -1,7 +1,7 @@
 """``the-loop webhook [--insecure] | --print-setup | status | stop``: receive GitHub's pushes.
 
 The receiver (:class:`the_loop.webhook.server.Receiver`, imported here alone) runs in the
-foreground under an exclusive ``flock`` on ``<root>/<webhook.pidfile>``, keeping every
+foreground under an exclusive ``flock`` on ``<root>/locks/daemons/webhook.lock``, keeping every
 accepted delivery in ``local/webhook-inbox/`` (decision 019).
 """
 
@@ -20,7 +20,7 @@ from the_loop.errors import UsageError
 
 if TYPE_CHECKING:
     from the_loop.commands.webhook_feed import Feeding
-    from the_loop.dispatch.daemons import PollerLock
+    from the_loop.dispatch.daemons import DaemonLock
     from the_loop.eventlog.log import EventLog
     from the_loop.webhook.inbox import Inbox
     from the_loop.webhook.settings import ReceiverSettings
@@ -122,11 +122,11 @@ def run_webhook(args: argparse.Namespace) -> Result:
 
         return setup_result(context)
     settings = receiver_settings(context, insecure=args.insecure)
-    from the_loop.dispatch.daemons import PollerLock
+    from the_loop.dispatch.daemons import DaemonLock, receiver_files
     from the_loop.eventlog.log import EventLog
 
     events = EventLog(context.layout.event_log, source="webhook")
-    lock = PollerLock(context.layout.pidfile, daemon=DAEMON)
+    lock = DaemonLock(receiver_files(context.layout))
     lock.acquire()
     try:
         return _serve(context, settings, lock, events, args)
@@ -137,7 +137,7 @@ def run_webhook(args: argparse.Namespace) -> Result:
 def _serve(
     context: Context,
     settings: ReceiverSettings,
-    lock: PollerLock,
+    lock: DaemonLock,
     events: EventLog,
     args: argparse.Namespace,
 ) -> Result:
@@ -145,8 +145,9 @@ def _serve(
 
     def check_lock() -> None:
         if lock.check():
-            warn(f"webhook: {lock.path} was removed or replaced; this receiver holds it again")
-            events.emit("webhook.pidfile_restored", "warning", pidfile=str(lock.path))
+            pidfile = lock.files.pidfile
+            warn(f"webhook: {pidfile} was removed or replaced; this receiver holds it again")
+            events.emit("webhook.pidfile_restored", "warning", pidfile=str(pidfile))
 
     inbox = _inbox(context)
     receiver = Receiver(
@@ -240,11 +241,11 @@ def _start_feeder(
 def run_status(args: argparse.Namespace) -> Result:
     """Running or not (by the lock), its pid and address, what it received since it
     started, the last delivery's time, and how many deliveries wait in the inbox."""
-    from the_loop.dispatch.daemons import lock_holder
+    from the_loop.dispatch.daemons import daemon_pid, receiver_files
     from the_loop.webhook.status import read_status
 
     context = load_context(args)
-    pid = lock_holder(context.layout.pidfile)
+    pid = daemon_pid(receiver_files(context.layout))
     status = read_status(_status_path(context))
     pending = len(_inbox(context).pending())
     if status is not None and pid is not None and status.get("pid") != pid:
@@ -285,12 +286,12 @@ def _counts(status: Mapping[str, Any]) -> str:
 def run_stop(args: argparse.Namespace) -> Result:
     """Signal the lock's holder and wait for the lock; exit 1 after the timeout (30 s more
     than ``webhook.finishSeconds``, the receiver's time to finish what it accepted)."""
-    from the_loop.dispatch.daemons import stop_holder
+    from the_loop.dispatch.daemons import receiver_files, stop_holder
 
     context = load_context(args)
-    path = context.layout.pidfile
+    files = receiver_files(context.layout)
     finishing = max(context.config.get_float("webhook.finishSeconds"), 0.0)
-    pid = stop_holder(path, name="webhook receiver", timeout=STOP_TIMEOUT_SECONDS + finishing)
+    pid = stop_holder(files, timeout=STOP_TIMEOUT_SECONDS + finishing)
     if pid is None:
         text = ("webhook: not running",)
         return Result(items=({"stopped": False, "pid": None},), text=lambda: text)

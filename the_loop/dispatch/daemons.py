@@ -1,11 +1,15 @@
-"""Which daemons of a state root are running, by pidfile liveness.
+"""The daemons of a state root: the lock each holds for its whole life, and which run.
 
-``os.kill(pid, 0)`` sends no signal; ``PermissionError`` means the process
-exists under another user, which counts as running.
+A daemon's exclusion is the ``flock`` on its file under ``locks/daemons/``
+(:class:`DaemonLock`), with its pid beside it; its pidfile at the root (``poll.pid``,
+``gh-webhook.pid``) is still written and locked for older releases and other tools, but
+removing it opens no window for a second daemon. ``os.kill(pid, 0)`` sends no signal;
+``PermissionError`` means the process exists under another user, which counts as running.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -15,22 +19,58 @@ from pathlib import Path
 from typing import Literal
 
 from the_loop.errors import TheLoopError
-from the_loop.fsio import StrangerFile, make_directory, open_regular, read_bytes, read_regular
+from the_loop.fsio import (
+    LockHeld,
+    StrangerFile,
+    lock_is_held,
+    locked,
+    make_directory,
+    open_regular,
+    read_bytes,
+    read_regular,
+    remove_file,
+    write_text,
+)
 from the_loop.layout import StateLayout
 
-#: How a daemon was found running: it holds its pidfile's lock, or its pidfile names a
-#: live process that does not hold the lock (an older release's, or another program's).
+#: How a daemon was found running: it holds its lock (or, an older release, its
+#: pidfile's), or its pidfile names a live process that holds no lock (another program's).
 Evidence = Literal["lock", "pid"]
 
 
 @dataclass(frozen=True)
 class RunningDaemon:
-    """A daemon found running, and how (``evidence``)."""
+    """A daemon found running, how (``evidence``), and the file that told (``path``: the
+    lock it holds, or the pidfile naming it). ``pid`` is -1 while a lock's pid is unwritten."""
 
     name: str
     pid: int
-    pidfile: Path
+    path: Path
     evidence: Evidence = "pid"
+
+
+@dataclass(frozen=True)
+class DaemonFiles:
+    """One daemon's files: ``lock`` (its exclusion, under ``locks/daemons/``), the pid
+    beside it (:attr:`pid`), and the ``pidfile`` at the root kept for older tools."""
+
+    name: str
+    lock: Path
+    pidfile: Path
+
+    @property
+    def pid(self) -> Path:
+        return self.lock.with_suffix(".pid")
+
+
+def poller_files(layout: StateLayout) -> DaemonFiles:
+    """The poller's: ``locks/daemons/poll.lock`` and ``poll.pid`` (``poll.pidfile``)."""
+    return DaemonFiles("poller", layout.poll_lock, layout.poll_pidfile)
+
+
+def receiver_files(layout: StateLayout) -> DaemonFiles:
+    """The webhook receiver's: ``locks/daemons/webhook.lock`` and ``gh-webhook.pid``."""
+    return DaemonFiles("webhook receiver", layout.webhook_lock, layout.pidfile)
 
 
 def pid_is_running(pid: int) -> bool:
@@ -92,24 +132,114 @@ def _pidfiles(layout: StateLayout) -> tuple[tuple[str, Path], ...]:
 
 
 def running_daemons(layout: StateLayout) -> list[RunningDaemon]:
-    """The webhook receiver and the poller of ``layout``'s root when a process holds the
-    lock on their pidfile, or else when the pidfile names a live process (``evidence``
+    """The webhook receiver and the poller of ``layout``'s root when one holds its lock
+    (:func:`holding_daemon`), or else when its pidfile names a live process (``evidence``
     says which)."""
     found: list[RunningDaemon] = []
-    for name, pidfile in _pidfiles(layout):
-        held = lock_holder(pidfile)
+    for files in (receiver_files(layout), poller_files(layout)):
+        held = holding_daemon(files)
         if held is not None:
-            found.append(RunningDaemon(name, held, pidfile, "lock"))
+            found.append(held)
             continue
-        pid = read_pid(pidfile)
+        pid = read_pid(files.pidfile)
         if pid is not None and pid_is_running(pid):
-            found.append(RunningDaemon(name, pid, pidfile))
+            found.append(RunningDaemon(files.name, pid, files.pidfile))
     return found
 
 
-class PollerLock:
+def holding_daemon(files: DaemonFiles) -> RunningDaemon | None:
+    """The daemon holding ``files.lock`` (its pid read from beside it), else an older
+    release's holding the pidfile's lock; None when neither lock is held, whatever the
+    pidfile says."""
+    if lock_is_held(files.lock):
+        pid = read_pid(files.pid)
+        return RunningDaemon(files.name, -1 if pid is None else pid, files.lock, "lock")
+    pid = lock_holder(files.pidfile)
+    return None if pid is None else RunningDaemon(files.name, pid, files.pidfile, "lock")
+
+
+def daemon_pid(files: DaemonFiles) -> int | None:
+    """The pid of :func:`holding_daemon` (-1 while unwritten), or None when none runs."""
+    held = holding_daemon(files)
+    return None if held is None else held.pid
+
+
+class DaemonLock:
+    """A daemon's hold on its state root from :meth:`acquire` to :meth:`release`: the
+    ``flock`` on ``files.lock`` (the exclusion), its pid written beside it, and the
+    pidfile taken too (:class:`PidfileLock`) for older releases and other tools.
+
+    :meth:`acquire` raises :class:`TheLoopError` (exit 1) naming the holder when another
+    daemon holds the lock or, an older release, the pidfile; and naming a file that is
+    not a regular file. Nothing but the holder's own release frees the lock.
+    """
+
+    def __init__(self, files: DaemonFiles) -> None:
+        self.files = files
+        self.pidfile = PidfileLock(files.pidfile, daemon=files.name)
+        self._held = contextlib.ExitStack()
+
+    def acquire(self) -> None:
+        self._take()
+        try:
+            self._write_pid()
+            self.pidfile.acquire()
+        except BaseException:
+            self._let_go()
+            raise
+
+    def check(self) -> bool:
+        """Write back what was removed under the daemon: its pid beside the lock, and the
+        pidfile (True when the pidfile was taken again; see :meth:`PidfileLock.check`)."""
+        if read_pid(self.files.pid) != os.getpid():
+            self._write_pid()
+        return self.pidfile.check()
+
+    def release(self) -> None:
+        self.pidfile.release()
+        self._let_go()
+
+    def _take(self) -> None:
+        name, lock = self.files.name, self.files.lock
+        for attempt in range(_TAKE_ATTEMPTS):
+            try:
+                self._held.enter_context(locked(lock, wait=False))
+                return
+            except LockHeld:
+                if attempt + 1 < _TAKE_ATTEMPTS:  # a status probe holds it for an instant
+                    time.sleep(_TAKE_PAUSE_SECONDS)
+            except StrangerFile as error:
+                raise TheLoopError(f"{error.strerror}: remove it to run the {name}") from None
+            except OSError as error:
+                raise TheLoopError(f"cannot lock {lock}: {error.strerror or error}") from None
+        pid = read_pid(self.files.pid)
+        shown = pid if pid is not None else "?"
+        raise TheLoopError(f"another {name} holds {lock} (pid {shown})")
+
+    def _write_pid(self) -> None:
+        try:
+            write_text(self.files.pid, f"{os.getpid()}\n")
+        except OSError as error:
+            problem = error.strerror or error
+            raise TheLoopError(f"cannot write {self.files.pid}: {problem}") from None
+
+    def _let_go(self) -> None:
+        if read_pid(self.files.pid) == os.getpid():
+            with contextlib.suppress(OSError):
+                remove_file(self.files.pid)
+        self._held.close()
+
+
+#: How many times a lock found held is tried again, and the pause between: a reader's
+#: probe (:func:`the_loop.fsio.lock_is_held`) holds it for an instant; a daemon for good.
+_TAKE_ATTEMPTS = 3
+_TAKE_PAUSE_SECONDS = 0.05
+
+
+class PidfileLock:
     """The exclusive ``flock`` on a daemon's pidfile (``<root>/poll.pid`` for the poller,
     ``<root>/gh-webhook.pid`` for the webhook receiver); the pid is written after it is taken.
+    Older releases excluded by it alone; now :class:`DaemonLock` takes it for them.
 
     :meth:`acquire` raises :class:`TheLoopError` (exit 1) naming the holder when another
     ``daemon`` has it, and naming the file and what it is when it is not a regular file. The
@@ -204,43 +334,35 @@ def _write_pid(fd: int) -> None:
 
 
 def lock_holder(path: Path) -> int | None:
-    """The pid of the process holding a daemon's lock on ``path``; None when nobody does.
+    """The pid of the process holding a :class:`PidfileLock` on ``path`` (-1 when it wrote
+    none); None when nobody does.
 
     Decided by the lock, not by ``kill -0`` on a pid that may have been reused.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+    if not lock_is_held(path):
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        pid = read_pid(path)
-        return pid if pid is not None else -1
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None
+    pid = read_pid(path)
+    return pid if pid is not None else -1
 
 
 #: The poller's name for :func:`lock_holder`.
 poller_holder = lock_holder
 
 
-def stop_holder(path: Path, *, name: str, timeout: float) -> int | None:
-    """SIGTERM the process holding the lock on ``path`` and wait until the lock is free:
-    its pid, or None when nobody holds it. A lock whose file names no pid yet is refused
-    (``os.kill(-1)`` would signal every process of the user); ``TheLoopError`` too when
-    the lock is still held after ``timeout`` seconds."""
-    pid = lock_holder(path)
-    if pid is None:
+def stop_holder(files: DaemonFiles, *, timeout: float) -> int | None:
+    """SIGTERM the daemon holding ``files``' lock (:func:`holding_daemon`) and wait until
+    neither lock is held: its pid, or None when none runs. A lock whose pid is not
+    written yet is refused (``os.kill(-1)`` would signal every process of the user);
+    ``TheLoopError`` too when it is still held after ``timeout`` seconds."""
+    held = holding_daemon(files)
+    if held is None:
         return None
+    name, pid, path = files.name, held.pid, held.path
     if pid <= 0:
         raise TheLoopError(f"a {name} holds {path} but its pid is not written there yet; try again")
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while lock_holder(path) is not None:
+    while holding_daemon(files) is not None:
         if time.monotonic() > deadline:
             raise TheLoopError(f"the {name} (pid {pid}) still holds {path} after the timeout")
         time.sleep(0.1)

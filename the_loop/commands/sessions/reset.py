@@ -97,12 +97,12 @@ def warnings_for(context: Context) -> list[str]:
 
 
 def _how_found(daemon: RunningDaemon) -> str:
-    """Which evidence says the daemon runs: the lock on its pidfile, or a live pid."""
+    """Which evidence says the daemon runs: the lock it holds, or a live pid."""
     if daemon.evidence == "lock":
-        return f"pid {daemon.pid} holds the lock on {daemon.pidfile}"
+        return f"pid {daemon.pid} holds the lock on {daemon.path}"
     who = "a poller of an older release" if daemon.name == "poller" else "another program"
     return (
-        f"{daemon.pidfile} names the live pid {daemon.pid}, which holds no lock on it: "
+        f"{daemon.path} names the live pid {daemon.pid}, which holds no lock on it: "
         f"{who}, or a pid since reused"
     )
 
