@@ -131,7 +131,9 @@ def cli(config: Path, *argv: str) -> None:
 
 def pulls() -> tuple[dict[str, Any], dict[str, Any]]:
     """The idle cycle and the cycle one review of 20 inline comments arrives in, with
-    :data:`PULLS` watched pull requests of which :data:`LIVE` belong to live sessions."""
+    :data:`PULLS` watched pull requests of which :data:`LIVE` belong to live sessions,
+    every one of them pushed to in the cycle before (so the listing's overlap shows
+    them all again: only the reviewed one's reviews are to be read)."""
     with tempfile.TemporaryDirectory() as tmp, fake_with_pulls() as fake:
         home = Path(tmp)
         config = write_config(home, fake)
@@ -164,7 +166,11 @@ def pulls() -> tuple[dict[str, Any], dict[str, Any]]:
         fake.advance(600)
         poll_once(config)
         idle_report = poll_once(config)
-        fake.advance(60)
+        for offset in range(LIVE):  # every live one moves, inside the next read's overlap
+            fake.advance(5)
+            fake.push(REPO, 1 + offset)
+        poll_once(config)
+        fake.advance(30)
         comments = [
             {"path": f"src/m{n}.py", "line": n + 1, "body": f"nit {n}", "diff_hunk": "@@ -1 +1 @@"}
             for n in range(20)

@@ -278,7 +278,8 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "local/poll-cursors.json",
         False,
         "each repository's comment cursor (and reviews cursor), the new name last said of a "
-        "repository GitHub renamed, and the ids of comments the-loop posted",
+        "repository GitHub renamed, the ids of comments the-loop posted, and the updated_at "
+        "each watched pull request's reviews were last read at",
         "clocks and cursors stay machine-local, so an idle cycle writes nothing under portable/",
     ),
     GeneratedPath(

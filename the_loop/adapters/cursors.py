@@ -1,9 +1,10 @@
-"""The poll reader's comment cursor of each repository and the ids of the comments
-the-loop posted, in ``local/poll-cursors.json`` (machine-local, locked, atomic)."""
+"""The poll reader's comment cursor of each repository, the ids of the comments
+the-loop posted and when each watched pull request's reviews were last read, in
+``local/poll-cursors.json`` (machine-local, locked, atomic)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -11,6 +12,8 @@ from typing import Any, cast
 from the_loop.fsio import locked, read_json, write_json
 
 CURSOR_FILE = "poll-cursors.json"
+#: Per repository, each watched pull request's ``updated_at`` its reviews were read at.
+REVIEWS_READ = "reviewsRead"
 
 
 @dataclass
@@ -44,6 +47,22 @@ class FileCursors:
 
         self._change(change)
 
+    def reviews_read(self, repository: str) -> dict[int, str]:
+        """Each watched pull request's ``updated_at`` when its reviews were last read."""
+        marks = _reviews_read(self._data).get(repository)
+        if not isinstance(marks, dict):
+            return {}
+        found = cast(dict[Any, Any], marks).items()
+        return {int(n): v for n, v in found if isinstance(v, str) and str(n).isdigit()}
+
+    def set_reviews_read(self, repository: str, read: Mapping[int, str]) -> None:
+        marks = {str(number): stamp for number, stamp in sorted(read.items())}
+
+        def change(data: dict[str, Any]) -> None:
+            data[REVIEWS_READ] = {**_reviews_read(data), repository: marks}
+
+        self._change(change)
+
     def posted(self) -> frozenset[int]:
         return _posted(self._data)
 
@@ -65,6 +84,11 @@ class FileCursors:
 def _repositories(data: dict[str, Any]) -> dict[str, str]:
     found = data.get("repositories")
     return cast(dict[str, str], found) if isinstance(found, dict) else {}
+
+
+def _reviews_read(data: dict[str, Any]) -> dict[str, Any]:
+    found = data.get(REVIEWS_READ)
+    return cast(dict[str, Any], found) if isinstance(found, dict) else {}
 
 
 def _posted(data: dict[str, Any]) -> frozenset[int]:

@@ -170,10 +170,14 @@ class ClientReads:
         path = f"/repos/{repository}/pulls/comments"
         return self._listing(repository, path, params, keep=False, beyond="first")
 
-    def reviews(self, repository: str, number: int) -> ListingPage:
-        """Every review of pull request ``number``, oldest first, read conditionally."""
+    def reviews(self, repository: str, number: int, *, fresh: bool = False) -> ListingPage:
+        """Every review of pull request ``number``, oldest first, read conditionally;
+        ``fresh`` reads every page in full."""
         path = f"/repos/{repository}/pulls/{number}/reviews"
-        return self._listing(repository, path, {"per_page": 100}, keep=False, beyond="last")
+        params: dict[str, str | int] = {"per_page": 100}
+        return self._listing(
+            repository, path, params, keep=False, conditional=not fresh, beyond="last"
+        )
 
     def review(self, repository: str, number: int, review_id: int) -> Json:
         """One review of pull request ``number``, read in full."""

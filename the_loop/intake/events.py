@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from the_loop.github.marker import AGENT_COMMENT_MARKER
+from the_loop.github.marker import AGENT_COMMENT_MARKER, carries_marker
 from the_loop.ref import WorkItemRef
 
 __all__ = [
@@ -60,7 +60,7 @@ class IssueComment:
     @property
     def carries_marker(self) -> bool:
         """True when the body holds the-loop's own marker."""
-        return AGENT_COMMENT_MARKER in self.body
+        return carries_marker(self.body)
 
 
 #: The name the poller's first release gave the comment value.

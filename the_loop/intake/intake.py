@@ -130,14 +130,24 @@ class Round:
         reviews: Sequence[Review],
         comments: Sequence[ReviewComment],
         *,
-        read_from: datetime | None,
+        read_from: datetime | None = None,
         thread_heads: Mapping[int, ReviewComment] | None = None,
+        first_sight: Collection[WorkItemRef] = (),
     ) -> None:
         """The submitted reviews of the live sessions' pull requests and their inline
         comments: each settled, a command, or one paste (see
-        :mod:`~the_loop.intake.review_round`); ``read_from`` is where the reader's window
-        of reviews starts (None: all is history). Call it before :meth:`deliver`."""
-        take_reviews(self, reviews, comments, read_from=read_from, thread_heads=thread_heads or {})
+        :mod:`~the_loop.intake.review_round`). History, settled: every review of a pull
+        request in ``first_sight`` (the reader's first read of its reviews), and one
+        submitted before ``read_from`` (None: no such bound). Call it before
+        :meth:`deliver`."""
+        take_reviews(
+            self,
+            reviews,
+            comments,
+            read_from=read_from,
+            thread_heads=thread_heads or {},
+            first_sight=first_sight,
+        )
 
     def ci(self, heads: Sequence[HeadChecks], *, details: Details) -> None:
         """The watched heads whose checks the reader read anew: each failure one paste

@@ -1,18 +1,21 @@
 """What a round does with a pull request's reviews: one paste each, or settled.
 
 A review is taken when the pull request is a live session's (linked to its work item,
-or the work item itself). Reviews submitted before the reader's window are history:
-settled, never pasted (first sight baselines what exists). Then the comment rules:
-the-loop's own words and unlisted bots are settled; a keyword body commands as a
-comment's would; a stranger's review is settled unless ``polling.deliverFrom`` is
-``anyone`` (then framed as untrusted); a review whose every inline comment is
-outdated and that says nothing else is settled. The rest is queued, once, as one row
-of the owner's deliveries (held while the session is paused).
+or the work item itself). History is settled, never pasted: every review of a pull
+request whose reviews the reader reads for the first time (first sight baselines what
+exists, whatever its age or order), and one submitted before the bound a reader may
+give. Then the comment rules: the-loop's own words and unlisted bots are settled; an
+inline comment that carries the marker is left out of its review's paste, as such an
+issue comment is settled; a keyword body commands as a comment's would; a stranger's
+review is settled unless ``polling.deliverFrom`` is ``anyone`` (then framed as
+untrusted); a review with nothing left to say (every inline comment outdated or the-loop's
+own, no body) is settled. The rest is queued, once, as one row of the owner's
+deliveries (held while the session is paused).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -45,9 +48,12 @@ def take_reviews(
     *,
     read_from: datetime | None,
     thread_heads: Mapping[int, ReviewComment],
+    first_sight: Collection[WorkItemRef] = (),
 ) -> None:
     """Each submitted review of a watched pull request, oldest first: settled, a
-    command, or queued as one paste into the owner's session."""
+    command, or queued as one paste into the owner's session. Every review of a pull
+    request in ``first_sight`` is history, settled in one write per owner; so is one
+    submitted before ``read_from`` (None: no such bound)."""
     owners = pull_request_owners(round_)
     by_review: dict[int, list[ReviewComment]] = {}
     for comment in sorted(comments, key=lambda c: (c.created_at, c.id)):
@@ -56,13 +62,29 @@ def take_reviews(
     ordered = sorted(
         (r for r in reviews if r.submitted), key=lambda r: (r.submitted_at or datetime.min, r.id)
     )
-    for review in ordered:
+    found = [(owners.get(r.pull_request), r) for r in ordered]
+    taken = [(owner, r) for owner, r in found if owner is not None and owner in round_.sessions]
+    history: dict[WorkItemRef, list[Review]] = {}
+    for owner, review in taken:
+        if review.pull_request in first_sight:
+            history.setdefault(owner, []).append(review)
+    for owner, seen in history.items():
+        _baseline(round_, owner, seen)
+    for owner, review in taken:
         if round_.intake.stopping():
             return
-        owner = owners.get(review.pull_request)
-        if owner is None or owner not in round_.sessions:
-            continue
-        _take(round_, review, owner, by_review.get(review.id, []), read_from, heads)
+        if review.pull_request not in first_sight:
+            _take(round_, review, owner, by_review.get(review.id, []), read_from, heads)
+
+
+def _baseline(round_: RoundView, owner: WorkItemRef, reviews: list[Review]) -> None:
+    """First sight of a pull request: each review not yet known is history, recorded in
+    one write of the owner's ledger."""
+    known = known_pastes(round_.intake.ports, owner)
+    fresh = [r for r in reviews if r.key not in known]
+    settle_pastes(round_.intake.ports, owner, [r.key for r in fresh])
+    for review in fresh:
+        _settled(round_, review, owner, "history")
 
 
 def _take(
@@ -77,9 +99,11 @@ def _take(
     ports, policy = intake.ports, intake.settings.policy
     if review.key in known_pastes(ports, owner):
         return
-    if read_from is None or review.submitted_at is None or review.submitted_at < read_from:
+    if review.submitted_at is None or (read_from is not None and review.submitted_at < read_from):
         _settle(round_, review, owner, "history")
         return
+    own = [c for c in inline if c.carries_marker]
+    inline = [c for c in inline if not c.carries_marker]
     permitted = policy.authorized.permits(review.login)
     if review.carries_marker or (is_bot(review.login, review.user_type) and not permitted):
         _settle(round_, review, owner, "own" if review.carries_marker else "bot")
@@ -92,8 +116,8 @@ def _take(
         _settle(round_, review, owner, "unauthorized")
         return
     paste = review_paste(review, inline, trusted=permitted, thread_heads=heads)
-    if paste.outdated and not paste.comment_ids and not review.body.strip():
-        _settle(round_, review, owner, "outdated")
+    if (paste.outdated or own) and not paste.comment_ids and not review.body.strip():
+        _settle(round_, review, owner, "outdated" if paste.outdated else "own")
         return
     held = round_.sessions[owner].state is SessionState.PAUSED
     extra = {"comments": list(paste.comment_ids), "pullRequest": review.pull_request.ref}
@@ -128,8 +152,13 @@ def _keyword(
 
 
 def _settle(round_: RoundView, review: Review, owner: WorkItemRef, reason: str) -> None:
+    settle_pastes(round_.intake.ports, owner, [review.key])
+    _settled(round_, review, owner, reason)
+
+
+def _settled(round_: RoundView, review: Review, owner: WorkItemRef, reason: str) -> None:
+    """Count a review settled and say so (its ledger entry is written by the caller)."""
     ports = round_.intake.ports
-    settle_pastes(ports, owner, [review.key])
     round_.intake.counts.settled += 1
     ports.emit(
         "poll.review_settled",

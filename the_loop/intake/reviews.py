@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+from the_loop.github.marker import carries_marker
 from the_loop.intake.delivery import (
     CUT_AT,
     HIDDEN_NOTE,
@@ -24,7 +25,7 @@ from the_loop.intake.delivery import (
     quoted,
     visible_text,
 )
-from the_loop.intake.events import AGENT_COMMENT_MARKER, parse_timestamp
+from the_loop.intake.events import parse_timestamp
 from the_loop.ref import WorkItemRef
 
 #: The review states a paste is made of (a pending review is not submitted; a
@@ -58,6 +59,12 @@ class ReviewComment:
     created_at: datetime
 
     @property
+    def carries_marker(self) -> bool:
+        """The-loop's own words (or its agent's): left out of its review's paste, as an
+        issue comment that carries the marker is settled."""
+        return carries_marker(self.body)
+
+    @property
     def outdated(self) -> bool:
         """GitHub no longer places it on the diff (its ``line`` and ``position`` are null)."""
         return self.line is None and self.original_line is not None
@@ -87,7 +94,8 @@ class Review:
 
     @property
     def carries_marker(self) -> bool:
-        return AGENT_COMMENT_MARKER in self.body
+        """Its body holds the-loop's marker (the rule of :class:`IssueComment`)."""
+        return carries_marker(self.body)
 
 
 def review_from_json(data: Mapping[str, Any], *, pull_request: WorkItemRef) -> Review:

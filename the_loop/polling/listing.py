@@ -46,6 +46,8 @@ class PolledItems:
     listing: RepositoryListing
     stored: RepositoryListing | None
     changed: Facts = field(default_factory=dict[WorkItemRef, Issue])
+    #: The ``updated_at`` GitHub gave each item of ``changed``.
+    updated_at: dict[WorkItemRef, str] = field(default_factory=dict[WorkItemRef, str])
 
     def known_open(self, ref: WorkItemRef) -> bool | None:
         """Open by what GitHub listed this cycle or the listing kept; None: unknown."""
@@ -110,14 +112,15 @@ def read_listing(
     is no time is no cursor: the listing is read again in full)."""
     start = None if stored is None else window_start(stored.cursor)
     if stored is None or start is None or stored.needs_rebuild(labels, now):
-        listing, facts = _rebuild(name, repository, stored, labels, now, github, warn)
+        listing, changes, facts = _rebuild(name, repository, stored, labels, now, github, warn)
     else:
         page = github.changed_items(name, iso(start))
         if page.truncated:
             warn(f"{name}: more items changed than one cycle reads: read the oldest first")
         changes, facts = _changes(page.entries, repository, warn)
         listing = apply_changes(stored, changes, keep=keep)
-    return PolledItems(repository, github, listing, stored, facts)
+    stamps = {repository.with_number(c.number): c.updated_at for c in changes}
+    return PolledItems(repository, github, listing, stored, facts, stamps)
 
 
 def _rebuild(
@@ -128,15 +131,15 @@ def _rebuild(
     now: float,
     github: GitHubReads,
     warn: Callable[[str], None],
-) -> tuple[RepositoryListing, Facts]:
+) -> tuple[RepositoryListing, list[Change], Facts]:
     """Every open item carrying the labels; a 304 keeps the listing built from the same read."""
     page = github.open_items(name, labels)
     if page.not_modified and stored is not None and stored.labels == labels_key(labels):
-        return (replace(stored, built_at=now) if stored.cursor else stored), {}
+        return (replace(stored, built_at=now) if stored.cursor else stored), [], {}
     if not page.complete:  # a 304 whose entries nobody kept: read it again in full
         page = github.open_items(name, labels, fresh=True)
     changes, facts = _changes(page.entries, repository, warn)
-    return rebuilt(changes, labels=labels, now=now), facts
+    return rebuilt(changes, labels=labels, now=now), changes, facts
 
 
 def _changes(

@@ -9,7 +9,7 @@ An adapter factory builds them. Every collaborator raises
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -78,8 +78,9 @@ class GitHubReads(Protocol):
         oldest first; past a cap, the oldest."""
         ...
 
-    def reviews(self, repository: str, number: int) -> ListingPage:
-        """The reviews of pull request ``number``, oldest first, read conditionally."""
+    def reviews(self, repository: str, number: int, *, fresh: bool = False) -> ListingPage:
+        """The reviews of pull request ``number``, oldest first, read conditionally;
+        ``fresh``: every page in full (a first sight must see them all)."""
         ...
 
     def review_comment(self, repository: str, comment_id: int) -> Json:
@@ -105,11 +106,19 @@ class GitHubReads(Protocol):
 
 
 class Cursors(Protocol):
-    """The machine-local comment cursor of each repository."""
+    """The machine-local comment cursor of each repository, and the ``updated_at`` each
+    watched pull request's reviews were last read at (``""``: read, time unknown)."""
 
     def get(self, repository: str) -> str | None: ...
 
     def set(self, repository: str, cursor: str) -> None: ...
+
+    def reviews_read(self, repository: str) -> dict[int, str]: ...
+
+    def set_reviews_read(self, repository: str, read: Mapping[int, str]) -> None:
+        """Replace the repository's marks with ``read`` (a pull request left out is
+        forgotten: seen again, it is a first sight)."""
+        ...
 
 
 class WatchCache(Protocol):
