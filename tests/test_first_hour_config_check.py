@@ -134,7 +134,9 @@ def test_as_json_the_file_read_and_its_problems_are_one_item(
     assert main(["config", "check", "--config", str(good), "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert (document["command"], document["ok"], document["errors"]) == ("config check", True, [])
-    assert document["items"] == [{"file": str(good), "ok": True, "keysSet": 3, "problems": []}]
+    assert document["items"] == [
+        {"file": str(good), "ok": True, "keysSet": 3, "problems": [], "cloneSources": None}
+    ]
     bad = config_file(tmp_path / "bad", "routing:\n  tmuxx: {}\n")
     assert main(["config", "check", "--config", str(bad), "--format", "json"]) == 2
     document = json.loads(capsys.readouterr().out)

@@ -45,16 +45,21 @@ def test_init_then_start_works_in_a_fresh_directory(
     remote = make_remote(tmp_path, "app")
     assert main(["init", "--repo", f"octo/app={remote}", "--harness", "command"]) == 0
     path = written(fresh)
+    machine = path.parent / "local" / "clone-sources.json"
     assert capsys.readouterr().out.splitlines() == [
         f"wrote {path}",
         f"wrote {path.parent / '.gitignore'}",
+        f"wrote {machine}",
         "next:",
         f"  $EDITOR {path}",
         "  the-loop sessions start --work-item 'github:octo/app#1'",
         "  the-loop sessions attach --work-item 'github:octo/app#1'",
     ]
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert document["routing"]["workspace"]["repositories"] == {"octo/app": str(remote)}
+    assert document["routing"]["workspace"]["repositories"] == {}  # this machine's, beside
+    assert json.loads(machine.read_text(encoding="utf-8"))["repositories"] == {
+        "octo/app": str(remote)
+    }
     # The operator's edit: their agent, and (for the test) a private tmux server.
     document["routing"]["harnesses"]["command"]["argv"] = AGENT
     document["routing"]["tmux"] = {"socket": tmux_socket}

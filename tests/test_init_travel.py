@@ -150,18 +150,132 @@ def test_a_clone_of_the_committed_project_names_no_path_of_the_first_machine(
     assert git(checkout.path, "remote", "get-url", "origin").strip() == str(second)
 
 
-def test_a_clone_source_outside_the_project_stays_absolute_and_is_named_as_this_machines(
+def test_a_clone_source_outside_the_project_stays_on_this_machine_and_another_sets_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28, item 13: the README's ``init --repo "octo/app=$HOME/src/app"`` run in
+    another project: the path lands in the untracked ``local/``, not the tracked config."""
+    source = tmp_path / "home" / "src" / "app"
+    first = project(tmp_path / "first" / "app")
+    monkeypatch.chdir(first)
+    assert main(["init", "--repo", f"octo/app={source}"]) == 0
+    root = first / ".the-loop"
+    machine = root / "local" / "clone-sources.json"
+    assert capsys.readouterr().err == (
+        f"note: octo/app is cloned from {source}, a path on this machine outside the project: "
+        f"kept in {machine}, which never travels; another machine clones it from GitHub until "
+        "its operator sets its own there\n"
+    )
+    config = load_file(root / "cli-config.yaml")
+    assert config.get_str_map("routing.workspace.repositories") == {}
+    assert json.loads(machine.read_text(encoding="utf-8")) == {
+        "version": 1,
+        "repositories": {"octo/app": str(source)},
+    }
+    assert Workspace.from_config(config).source_url(ITEM) == str(source)
+    git(first, "add", ".the-loop")
+    git(first, "commit", "--quiet", "-m", "the-loop config")
+    assert str(tmp_path) not in git(first, "show", "HEAD")
+    second = tmp_path / "second" / "app"
+    git(tmp_path, "clone", "--quiet", str(first), str(second))
+    monkeypatch.chdir(second)
+    workspace = Workspace.from_config(load_config())
+    assert workspace.source_url(ITEM) == "https://github.com/octo/app.git"
+    theirs = tmp_path / "elsewhere" / "app.git"
+    mine = second / ".the-loop" / "local" / "clone-sources.json"
+    mine.parent.mkdir()
+    mine.write_text(json.dumps({"version": 1, "repositories": {"Octo/App": str(theirs)}}))
+    assert Workspace.from_config(load_config()).source_url(ITEM) == str(theirs)
+    assert main(["config", "check"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        f"ok: {mine} (this machine's clone sources: Octo/App)"
+    ]
+
+
+def test_a_config_that_names_an_absolute_clone_source_is_read_as_before_without_a_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What an earlier ``init``, or upstream the-loopy-one 20.10.2, wrote on disk."""
+    root = tmp_path / "cwd" / ".the-loop"
+    root.mkdir()
+    source = tmp_path / "srv" / "app.git"
+    (root / "cli-config.yaml").write_text(
+        f"routing:\n  workspace:\n    repositories:\n      octo/app: {json.dumps(str(source))}\n",
+        encoding="utf-8",
+    )
+    assert main(["config", "check"]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == (f"ok: {root / 'cli-config.yaml'} (1 key set)\n", "")
+    assert Workspace.from_config(load_config()).source_url(ITEM) == str(source)
+    assert main(["state", "paths"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_this_machines_source_wins_over_the_config_s_whatever_the_case_of_its_name(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "project" / ".the-loop" / "cli-config.yaml"
+    workspace = {"repositories": {"octo/app": "../app.git", "octo/lib": "../lib.git"}}
+    config = Config(
+        {"routing": {"workspace": workspace}}, source=path, clone_sources={"Octo/App": "/m/app"}
+    )
+    assert configured_sources(config) == {
+        "octo/lib": str(path.parents[1] / "lib.git"),
+        "Octo/App": "/m/app",
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("[1, 2]", "(top level): [1, 2] is not of type 'object'"),
+        ('{"version": 2, "repositories": {}}', "version: 2 is not one of [1]"),
+        (
+            '{"version": 1, "repositories": {"app": "/x"}}',
+            "repositories: 'app' is not an <owner>/<repo> name",
+        ),
+        (
+            '{"version": 1, "repositories": {"o/app": ""}}',
+            "repositories.o/app: '' is not a usable path",
+        ),
+        ('{"version": 1, "repos": {}}', "(top level): Additional properties are not allowed"),
+        ("{", "cannot read: it is not valid JSON"),
+    ],
+)
+def test_a_bad_clone_sources_file_is_one_line_naming_it_and_exit_2_for_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, problem: str
+) -> None:
+    assert main(["init"]) == 0
+    machine = tmp_path / "cwd" / ".the-loop" / "local" / "clone-sources.json"
+    machine.parent.mkdir()
+    machine.write_text(content, encoding="utf-8")
+    capsys.readouterr()
+    for argv in (["config", "check"], ["sessions", "list"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {machine}: {problem}"), err
+        assert len(err.splitlines()) == 1
+
+
+def test_init_adds_to_a_clone_sources_file_already_there_and_refuses_a_broken_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = tmp_path / "elsewhere" / "app.git"
-    assert main(["init", "--repo", f"octo/app={source}"]) == 0
-    config = load_file(tmp_path / "cwd" / ".the-loop" / "cli-config.yaml")
-    assert config.get_str_map("routing.workspace.repositories") == {"octo/app": str(source)}
-    assert capsys.readouterr().err == (
-        f"note: routing.workspace.repositories: octo/app is cloned from {source}, a path "
-        "outside this project: a clone of the project on another machine needs it there "
-        "too, or the key edited\n"
-    )
+    root = tmp_path / "cwd" / ".the-loop"
+    machine = root / "local" / "clone-sources.json"
+    machine.parent.mkdir(parents=True)
+    machine.write_text('{"version": 1, "repositories": {"octo/lib": "/m/lib", "Octo/App": "/old"}}')
+    assert main(["init", "--repo", "octo/app=/m/app"]) == 0
+    assert json.loads(machine.read_text(encoding="utf-8"))["repositories"] == {
+        "octo/lib": "/m/lib",
+        "octo/app": "/m/app",
+    }
+    (root / "cli-config.yaml").unlink()
+    machine.write_text("not json", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["init", "--repo", "octo/app=/m/app"]) == 2
+    assert f"error: {machine}: cannot add to it:" in capsys.readouterr().err
+    assert machine.read_text(encoding="utf-8") == "not json"
+    assert not (root / "cli-config.yaml").exists()
 
 
 def test_only_a_relative_local_path_is_read_against_the_config_files_directory(

@@ -354,6 +354,15 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "what the-loop webhook status shows",
     ),
     GeneratedPath(
+        "clone sources",
+        "local/clone-sources.json",
+        False,
+        "this machine's local path to clone each repository from that init was given "
+        "outside the project, read over routing.workspace.repositories",
+        "a path on one machine means nothing on another: the config that travels names "
+        "none, and each machine's operator sets its own here",
+    ),
+    GeneratedPath(
         "event log",
         "logs/events.jsonl",
         False,

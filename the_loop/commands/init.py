@@ -2,9 +2,10 @@
 
 It refuses to overwrite an existing file (exit 1, nothing touched) and prints the
 next three commands. What it writes validates against the schema, like every config,
-and names no path of this machine inside the project: those are relative to the
-config's directory. Beside it goes the ``.gitignore`` that keeps everything but the
-config and ``portable/`` out of a commit (an existing one is kept as it is).
+and names no path of this machine: one inside the project is relative to the config's
+directory, and a clone source outside it goes to ``local/clone-sources.json``, which
+never travels (decision 023). Beside it goes the ``.gitignore`` that keeps everything
+but the config and ``portable/`` out of a commit (an existing one is kept as it is).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.commands.common import format_parent
-from the_loop.commands.render import Result, note, warn
+from the_loop.commands.init_sources import placed_sources
+from the_loop.commands.render import Result, warn
+from the_loop.config.clone_sources import add_clone_sources
 from the_loop.config.file import CONFIG_NAME, STATE_DIR_NAME, validate
 from the_loop.dispatch.harnesses import PLACEHOLDER_AGENT
-from the_loop.dispatch.workspace import is_local_path
 from the_loop.errors import TheLoopError, UsageError, quoted
 from the_loop.layout import GITIGNORE_NAME, STATE_ROOT_GITIGNORE, WORKSPACES_DIR
 
@@ -101,7 +103,7 @@ def word_argument(what: str) -> Any:
 
 
 def repository_argument(text: str) -> tuple[str, str]:
-    """``OWNER/NAME=PATH|URL``, the source as given (see :func:`written_source`)."""
+    """``OWNER/NAME=PATH|URL``, the source as given (see :func:`placed_sources`)."""
     name, equals, source = text.partition("=")
     if not equals or not _REPOSITORY.fullmatch(name) or not source.strip():
         raise argparse.ArgumentTypeError(
@@ -122,14 +124,16 @@ def run_init(args: argparse.Namespace) -> Result:
             "or move it away to start over"
         )
     enclosing = _enclosing_state_root(directory)
-    repositories = {name: written_source(name, source, directory) for name, source in args.repo}
+    repositories, machine = placed_sources(args.repo, directory)
     polling = Polling(tuple(args.poll), tuple(args.label), tuple(args.authorized))
     text = config_text(args.harness, repositories, WORKSPACES_DIR, polling)
     _check(text, path)
+    # before the config, so a config is never there without them
+    machine_file = add_clone_sources(path, machine) if machine else None
     _write_new(path, text)
     ignore = directory / GITIGNORE_NAME
     ignored = _write_gitignore(ignore)
-    example = next(iter([*repositories, *polling.repositories]), "OWNER/REPO")
+    example = next(iter([*(name for name, _ in args.repo), *polling.repositories]), "OWNER/REPO")
     ref = f"'github:{example}#1'"
     commands = [
         f"$EDITOR {path}",
@@ -144,12 +148,14 @@ def run_init(args: argparse.Namespace) -> Result:
     lines = [
         f"wrote {path}",
         f"wrote {ignore}" if ignored == "written" else _kept(ignore),
+        *([f"wrote {machine_file}"] if machine_file else []),
         "next:",
         *(f"  {command}" for command in commands),
     ]
     items: tuple[dict[str, Any], ...] = (
         {"path": str(path), "outcome": "written", "next": commands},
         {"path": str(ignore), "outcome": ignored, "next": []},
+        *([{"path": str(machine_file), "outcome": "written", "next": []}] if machine_file else []),
     )
     return Result(items=items, text=lambda: lines)
 
@@ -159,27 +165,6 @@ def _kept(ignore: Path) -> str:
         f"kept {ignore} as it was: it should track only portable/, {CONFIG_NAME} and "
         "itself (the block: `the-loop docs state`)"
     )
-
-
-def written_source(name: str, source: str, directory: Path) -> str:
-    """A clone source as the config holds it: a URL or a ``~`` path as given; a local
-    path relative to the config's ``directory`` when given relative or inside the
-    project, so it travels; any other path absolute, with a note that it is this
-    machine's."""
-    if not is_local_path(source) or source.startswith("~"):
-        return source
-    if not os.path.isabs(source):
-        return os.path.relpath(os.path.abspath(source), directory)
-    real, project = os.path.realpath(source), os.path.realpath(directory.parent)
-    if os.path.commonpath([real, project]) == project:
-        return os.path.relpath(real, os.path.realpath(directory))
-    absolute = os.path.normpath(source)
-    note(
-        f"routing.workspace.repositories: {name} is cloned from {absolute}, a path outside "
-        "this project: a clone of the project on another machine needs it there too, or "
-        "the key edited"
-    )
-    return absolute
 
 
 def _enclosing_state_root(directory: Path) -> Path | None:
@@ -223,9 +208,12 @@ def config_text(
         '    # of version control). "" runs the agent in the working directory instead.',
         "    # A relative path here is relative to this file's directory.",
         f"    root: {json.dumps(workspaces)}",
-        "    # Where to clone each OWNER/REPO from (a local path relative to this file's",
-        "    # directory); unlisted ones come from https://github.com/OWNER/REPO.git",
-        "    # (see cloneProtocol, defaultHost).",
+        "    # Where to clone each OWNER/REPO from: a URL, or a local path relative to this",
+        "    # file's directory. A path of one machine (outside the project) goes in",
+        "    # local/clone-sources.json beside this file, which never travels: there each",
+        '    # machine sets its own ({"version": 1, "repositories": {"OWNER/REPO": "PATH"}}).',
+        "    # Unlisted ones come from https://github.com/OWNER/REPO.git (see cloneProtocol,",
+        "    # defaultHost).",
         *_repository_lines(repositories),
         "  # The GitHub logins whose `the-loop <verb>` comments command a session.",
         f"  authorizedUsers: {_json_list(polling.authorized)}",

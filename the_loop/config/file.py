@@ -35,10 +35,12 @@ class ConfigError(UsageError):
 
 @dataclass(frozen=True)
 class Config:
-    """A validated config document and where it came from (``None``: defaults)."""
+    """A validated config document and where it came from (``None``: defaults), with this
+    machine's clone sources read from beside it (:func:`read_clone_sources`)."""
 
     data: Mapping[str, Any] = field(default_factory=dict[str, Any])
     source: Path | None = None
+    clone_sources: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def get(self, dotted: str, default: Any = None) -> Any:
         """The value at ``a.b.c``, or ``default`` when any step is missing."""
@@ -225,8 +227,31 @@ def check_file(path: Path) -> CheckedConfig:
         each = error.each if isinstance(error, RepeatedKeys) else (error,)
         return CheckedConfig(path, None, tuple(_refusal_line(path, one) for one in each))
     document: Any = {} if data is None else data
-    problems = tuple(violations(document, path))
-    return CheckedConfig(path, None if problems else Config(document, path), problems)
+    sources, machine_problems = read_clone_sources(path)
+    problems = (*violations(document, path), *machine_problems)
+    config = None if problems else Config(document, path, sources)
+    return CheckedConfig(path, config, problems)
+
+
+def read_clone_sources(config_path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """This machine's clone sources, from ``local/clone-sources.json`` beside the config
+    (none when it is absent), and one line per problem of that file, as for the config."""
+    from the_loop.config.clone_sources import clone_sources_path, sources_of, sources_schema
+    from the_loop.config.schema import Validator
+    from the_loop.fsio import read_object
+
+    path = clone_sources_path(config_path)
+    status, document, problem = read_object(path)
+    if status == "absent":
+        return {}, ()
+    if status != "ok":
+        return {}, (f"{_shown(path)}: cannot read: {problem}",)
+    found = Validator(sources_schema(_schema())).violations(document)
+    problems = tuple(
+        f"{_shown(path)}: {quoted_key(one.path)}: {one.message.replace(chr(10), ' ')}"
+        for one in found
+    )
+    return ({} if problems else sources_of(document)), problems
 
 
 def _refusal_line(path: Path, error: YamlRefused) -> str:

@@ -138,9 +138,16 @@ def is_local_path(source: str) -> bool:
 
 
 def configured_sources(config: Config) -> dict[str, str]:
-    """``routing.workspace.repositories``, a relative local path resolved against the
-    config file's directory (``~`` is expanded when it is used)."""
-    sources = config.get_str_map("routing.workspace.repositories")
+    """``routing.workspace.repositories`` with this machine's clone sources laid over it
+    (:attr:`Config.clone_sources`: for a repository in both, whatever the case of its
+    name, this machine's), a relative local path resolved against the config file's
+    directory (``~`` is expanded when it is used)."""
+    machine = {name.lower() for name in config.clone_sources}
+    tracked = config.get_str_map("routing.workspace.repositories")
+    sources = {
+        **{name: source for name, source in tracked.items() if name.lower() not in machine},
+        **config.clone_sources,
+    }
     return {
         name: str(against_config_directory(config, Path(source)))
         if is_local_path(source) and not source.startswith("~")
