@@ -395,7 +395,7 @@ def test_the_agents_environment_reaches_it_whole_and_never_on_a_command_line(
     script = f'printf %s "$TRICKY" > "{out}.t"; printf %s "$ANTHROPIC_API_KEY" > "{out}.k"'
     script += "; sleep 600"
     tmux.spawn("loop-envy", tmp_path, ["bash", "-c", script], env)
-    assert wait_until(lambda: Path(f"{out}.k").exists() and Path(f"{out}.k").read_text())
+    assert wait_until(lambda: Path(f"{out}.k").exists() and bool(Path(f"{out}.k").read_text()))
     assert Path(f"{out}.t").read_text() == tricky
     assert Path(f"{out}.k").read_text() == "sk-secret-42"
     assert argvs and not any("sk-secret-42" in word for argv in argvs for word in argv)

@@ -53,8 +53,11 @@ class RefusingReads:
     def review_comments_since(self, repository: str, since: str) -> ListingPage:
         raise AssertionError("not read")
 
-    def reviews(self, repository: str, number: int) -> ListingPage:
+    def reviews(self, repository: str, number: int, *, fresh: bool = False) -> ListingPage:
         raise AssertionError("not read")
+
+    def moved_to(self, repository: str) -> str:
+        return ""
 
     def review_comment(self, repository: str, comment_id: int) -> Json:
         raise AssertionError("not read")
