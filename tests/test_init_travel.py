@@ -297,3 +297,18 @@ def test_only_a_relative_local_path_is_read_against_the_config_files_directory(
         "o/relative": str(path.parents[1] / "vendor" / "lib.git"),
     }
     assert Workspace.from_config(config).root == path.parent / "checkouts"
+
+
+def test_a_relative_clone_source_outside_the_project_stays_on_this_machine_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--repo octo/app=../app`` leads outside the project just as an absolute path does:
+    this machine's, made absolute, never in the config that travels."""
+    from the_loop.commands.init_sources import written_source
+
+    project = tmp_path / "project"
+    (project / ".the-loop").mkdir(parents=True)
+    (tmp_path / "app").mkdir()
+    monkeypatch.chdir(project)
+    assert written_source("../app", project / ".the-loop") is None
+    assert written_source("sub/app", project / ".the-loop") == "../sub/app"

@@ -27,7 +27,7 @@ def placed_sources(
         if written is not None:
             tracked[name] = written
             continue
-        machine[name] = os.path.normpath(source)
+        machine[name] = os.path.normpath(os.path.abspath(source))
         note(
             f"{name} is cloned from {machine[name]}, a path on this machine outside the "
             f"project: kept in {directory / LOCAL_DIR / CLONE_SOURCES_NAME}, which never "
@@ -38,12 +38,10 @@ def placed_sources(
 
 def written_source(source: str, directory: Path) -> str | None:
     """A clone source as the config holds it: a URL or a ``~`` path as given; a local
-    path relative to the config's ``directory`` when given relative or inside the
-    project, so it travels; None for any other path, which is this machine's."""
+    path inside the project relative to the config's ``directory``, so it travels; None
+    for any other path (given absolute or relative), which is this machine's."""
     if not is_local_path(source) or source.startswith("~"):
         return source
-    if not os.path.isabs(source):
-        return os.path.relpath(os.path.abspath(source), directory)
     real, project = os.path.realpath(source), os.path.realpath(directory.parent)
     if os.path.commonpath([real, project]) == project:
         return os.path.relpath(real, os.path.realpath(directory))
