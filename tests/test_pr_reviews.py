@@ -274,6 +274,96 @@ def test_first_sight_baselines_every_review_whatever_its_age_and_a_later_one_arr
     assert set(rows(world)) >= {f"review-{new.id}"} and f"review-{old.id}" not in rows(world)
 
 
+def test_a_review_on_the_agents_pull_request_before_the_cycle_that_links_it_arrives(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    started(world, github)
+    github.advance(5)
+    github.add_pull(REPO, 40, title="Fix the widget", head=BRANCH, login="the-loop-bot")
+    github.advance(5)
+    review = github.add_review(
+        REPO, 40, login="alice", state="CHANGES_REQUESTED", body="reviewed before the link"
+    )
+    report = world.poll()  # links it, and reads its reviews for the first time
+    assert [e["pull_request"] for e in world.events_named("pr.linked")] == [PR]
+    assert report["reviews"] == 1, report
+    assert wait_until(lambda: "reviewed before the link" in world.read())
+    assert world.events_named("poll.review_settled") == []
+    assert rows(world)[f"review-{review.id}"]["state"] == "delivered"
+
+
+def test_a_pull_request_linked_by_hand_takes_the_reviews_after_the_pollers_last_read(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    started(world, github)
+    github.advance(5)
+    github.add_pull(REPO, 40, title="Someone's fix", head="feature-40", login="bob")
+    github.advance(5)
+    old = github.add_review(REPO, 40, login="alice", body="before anyone linked it")
+    github.advance(5)
+    world.poll()  # the poller reads the repository: the pull request is not linked
+    github.advance(600)
+    code, _out, err = world.run_cli(
+        ["sessions", "link-pr", "--work-item", ITEM, "--pull-request", "40"]
+    )
+    assert code == 0, err
+    github.advance(5)
+    new = github.add_review(REPO, 40, login="alice", body="after the link, before the cycle")
+    assert world.poll()["reviews"] == 1
+    assert wait_until(lambda: "after the link, before the cycle" in world.read())
+    assert "before anyone linked it" not in world.read()
+    reasons = {e["review_id"]: e["reason"] for e in world.events_named("poll.review_settled")}
+    assert reasons == {old.id: "history"}
+    assert rows(world)[f"review-{new.id}"]["state"] == "delivered"
+
+
+def test_a_review_made_while_the_poller_kept_no_marks_arrives_and_none_is_pasted_again(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    linked_pull(world, github)
+    github.advance(5)
+    github.add_review(REPO, 40, login="alice", body="read by the earlier release")
+    assert world.poll()["reviews"] == 1
+    github.advance(600)
+    world.poll()
+    cursors = world.layout.local_dir / "poll-cursors.json"
+    document = json.loads(cursors.read_text(encoding="utf-8"))
+    del document["reviewsRead"]  # a release before the marks: the upgrade, or a relink
+    cursors.write_text(json.dumps(document), encoding="utf-8")
+    github.advance(3600)  # the poller is down for the upgrade; a review comes meanwhile
+    github.add_review(REPO, 40, login="alice", body="made while the poller was down")
+    assert world.poll()["reviews"] == 1
+    assert wait_until(lambda: "made while the poller was down" in world.read())
+    assert world.read().count("read by the earlier release") == 1
+    assert world.events_named("poll.review_settled") == []
+
+
+def test_a_review_the_reviews_listing_shows_after_its_bump_is_read_once_more(
+    world: PollWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    linked_pull(world, github)
+    github.advance(5)
+    late = github.add_review(REPO, 40, login="alice", body="shown late")
+    github.reviews.remove(late)  # GitHub lists the bump; its reviews do not show it yet
+    assert world.poll()["reviews"] == 0
+    github.reviews.append(late)
+    github.advance(20)
+    before = len(github.requests)
+    assert world.poll()["reviews"] == 1, "met again in the overlap: read once more"
+    assert wait_until(lambda: "shown late" in world.read())
+    asked = [r for r in github.requests[before:] if r.path == f"/repos/{REPO}/pulls/40/reviews"]
+    assert [r.status for r in asked] == [200]
+    github.advance(20)
+    before = len(github.requests)
+    world.poll()  # met again, unchanged, and read twice already: not read again
+    asked = [r for r in github.requests[before:] if r.path == f"/repos/{REPO}/pulls/40/reviews"]
+    assert asked == []
+
+
 def test_one_new_review_reads_the_reviews_of_only_the_pull_request_that_moved(
     world: PollWorld,  # noqa: F811 - the imported fixture
     github: FakeGitHub,  # noqa: F811 - the imported fixture
@@ -299,9 +389,20 @@ def test_one_new_review_reads_the_reviews_of_only_the_pull_request_that_moved(
     )
     before = len(github.requests)
     assert world.poll()["reviews"] == 1
-    asked = [r.path for r in github.requests[before:] if r.path.endswith("/reviews")]
-    assert asked == [f"/repos/{REPO}/pulls/42/reviews"], asked
+    asked = [(r.path, r.status) for r in github.requests[before:] if r.path.endswith("/reviews")]
+    # 43 and 44 were read less than 10 s (GitHub's clock) after their pushes: each is read
+    # once more, conditionally, met again in the overlap; the other three are not asked.
+    assert asked == [
+        (f"/repos/{REPO}/pulls/42/reviews", 200),
+        (f"/repos/{REPO}/pulls/43/reviews", 304),
+        (f"/repos/{REPO}/pulls/44/reviews", 304),
+    ], asked
     assert wait_until(lambda: "nit 19: rename" in world.read())
+    github.advance(30)
+    before = len(github.requests)
+    world.poll()  # met again in the overlap: only 42 (read as its review bumped it) again
+    asked = [(r.path, r.status) for r in github.requests[before:] if r.path.endswith("/reviews")]
+    assert asked == [(f"/repos/{REPO}/pulls/42/reviews", 304)], asked
 
 
 def test_a_linked_pull_request_github_does_not_have_is_said_and_not_asked_again(

@@ -132,14 +132,14 @@ class Round:
         *,
         read_from: datetime | None = None,
         thread_heads: Mapping[int, ReviewComment] | None = None,
-        first_sight: Collection[WorkItemRef] = (),
+        first_sight: Mapping[WorkItemRef, datetime | None] | None = None,
     ) -> None:
         """The submitted reviews of the live sessions' pull requests and their inline
         comments: each settled, a command, or one paste (see
-        :mod:`~the_loop.intake.review_round`). History, settled: every review of a pull
-        request in ``first_sight`` (the reader's first read of its reviews), and one
-        submitted before ``read_from`` (None: no such bound). Call it before
-        :meth:`deliver`."""
+        :mod:`~the_loop.intake.review_round`). History, settled: a review of a pull
+        request in ``first_sight`` (the reader's first read of its reviews) submitted at
+        or before its bound there (None: every one), and one submitted before
+        ``read_from`` (None: no such bound). Call it before :meth:`deliver`."""
         take_reviews(
             self,
             reviews,

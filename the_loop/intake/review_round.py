@@ -1,21 +1,23 @@
 """What a round does with a pull request's reviews: one paste each, or settled.
 
 A review is taken when the pull request is a live session's (linked to its work item,
-or the work item itself). History is settled, never pasted: every review of a pull
-request whose reviews the reader reads for the first time (first sight baselines what
-exists, whatever its age or order), and one submitted before the bound a reader may
-give. Then the comment rules: the-loop's own words and unlisted bots are settled; an
-inline comment that carries the marker is left out of its review's paste, as such an
-issue comment is settled; a keyword body commands as a comment's would; a stranger's
-review is settled unless ``polling.deliverFrom`` is ``anyone`` (then framed as
-untrusted); a review with nothing left to say (every inline comment outdated or the-loop's
-own, no body) is settled. The rest is queued, once, as one row of the owner's
-deliveries (held while the session is paused).
+or the work item itself). History is settled, never pasted: of a pull request whose
+reviews the reader reads for the first time (its first sight), each review submitted at
+or before the bound the reader gives it (the reader's last look, before it watched the
+pull request; none: every review), whatever its age or order; and one submitted before
+the bound a reader may give every review (``read_from``). Then the comment rules:
+the-loop's own words and unlisted bots are settled; an inline comment that carries the
+marker is left out of its review's paste, as such an issue comment is settled; a
+keyword body commands as a comment's would; a stranger's review is settled unless
+``polling.deliverFrom`` is ``anyone`` (then framed as untrusted); a review with nothing
+left to say (every inline comment outdated or the-loop's own, no body) is settled. The
+rest is queued, once, as one row of the owner's deliveries (held while the session is
+paused).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -48,12 +50,14 @@ def take_reviews(
     *,
     read_from: datetime | None,
     thread_heads: Mapping[int, ReviewComment],
-    first_sight: Collection[WorkItemRef] = (),
+    first_sight: Mapping[WorkItemRef, datetime | None] | None = None,
 ) -> None:
     """Each submitted review of a watched pull request, oldest first: settled, a
-    command, or queued as one paste into the owner's session. Every review of a pull
-    request in ``first_sight`` is history, settled in one write per owner; so is one
-    submitted before ``read_from`` (None: no such bound)."""
+    command, or queued as one paste into the owner's session. A review of a pull request
+    in ``first_sight`` submitted at or before its bound there (None: every one) is
+    history, settled in one write per owner; so is one submitted before ``read_from``
+    (None: no such bound)."""
+    first_sight = first_sight or {}
     owners = pull_request_owners(round_)
     by_review: dict[int, list[ReviewComment]] = {}
     for comment in sorted(comments, key=lambda c: (c.created_at, c.id)):
@@ -66,15 +70,27 @@ def take_reviews(
     taken = [(owner, r) for owner, r in found if owner is not None and owner in round_.sessions]
     history: dict[WorkItemRef, list[Review]] = {}
     for owner, review in taken:
-        if review.pull_request in first_sight:
+        if _history_at_first_sight(review, first_sight):
             history.setdefault(owner, []).append(review)
     for owner, seen in history.items():
         _baseline(round_, owner, seen)
     for owner, review in taken:
         if round_.intake.stopping():
             return
-        if review.pull_request not in first_sight:
+        if not _history_at_first_sight(review, first_sight):
             _take(round_, review, owner, by_review.get(review.id, []), read_from, heads)
+
+
+def _history_at_first_sight(
+    review: Review, first_sight: Mapping[WorkItemRef, datetime | None]
+) -> bool:
+    """Whether the first sight of the review's pull request leaves it as history: it was
+    there (submitted at or before the bound) before the reader watched the pull request."""
+    if review.pull_request not in first_sight:
+        return False
+    bound = first_sight[review.pull_request]
+    submitted = review.submitted_at
+    return bound is None or submitted is None or submitted <= bound
 
 
 def _baseline(round_: RoundView, owner: WorkItemRef, reviews: list[Review]) -> None:
