@@ -510,6 +510,7 @@ class FakeGitHub:
             number = self.repository_id(owner, repo)
             self.repository_ids[(to_owner, to_repo)] = self.repository_ids.pop((owner, repo))
             self.old_names[(owner, repo)] = number
+            self.old_names.pop((to_owner, to_repo), None)  # a name given back is its own
             for (o, r, n), issue in list(self.issues.items()):
                 if (o, r) == (owner, repo):
                     del self.issues[(o, r, n)]
@@ -1483,10 +1484,15 @@ def _answer(
     fake: FakeGitHub, token: str, login: str, asked: tuple[str, str, dict[str, str], bytes]
 ) -> Answer:
     """The answer to one request (the fake's lock held): GitHub's redirect for a moved
-    repository or issue, its refusal of ``GET /user`` to an App, else the endpoint's."""
+    repository or issue (by its name, or by its repository's id: a renamed repository's
+    issue transferred since), its refusal of ``GET /user`` to an App, else the
+    endpoint's."""
     method, path, query, body = asked
     answer = fake.moved_answer(method, path, query) or _app_refusal(fake, token, path)
-    return answer or _routes(fake, login).answer(method, fake.by_id(path), query, body)
+    named = fake.by_id(path)
+    if answer is None and named != path:  # under /repositories/{id}: an issue moved on
+        answer = fake.moved_answer(method, named, query)
+    return answer or _routes(fake, login).answer(method, named, query, body)
 
 
 def _app_refusal(fake: FakeGitHub, token: str, path: str) -> Answer | None:

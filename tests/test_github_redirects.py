@@ -115,3 +115,24 @@ def test_an_item_of_a_renamed_repository_is_the_same_item_and_the_new_name_is_kn
     assert reads.moved_to(REPO) == "octo/app2"
     assert len(github.logged("GET", f"/repos/{REPO}")) == 1, "asked once"
     assert reads.refusals == []
+
+
+def test_a_repository_whose_new_name_is_known_is_asked_by_it_and_a_later_rename_learned(
+    github: FakeGitHub, client: GitHubClient
+) -> None:
+    github.rename_repository(REPO, "octo/app2")
+    reads = ClientReads(client, names={REPO: "octo/app2"})
+    ref = WorkItemRef.parse(f"github:{REPO}#15")
+    assert reads.item(ref)["number"] == 15
+    reads.changed_items(REPO, "2026-01-01T00:00:00Z")
+    assert [r.status for r in github.logged()] == [200, 200], "no redirect paid for"
+    assert {r.path for r in github.logged()} == {
+        "/repos/octo/app2/issues/15",
+        "/repos/octo/app2/issues",
+    }
+    github.rename_repository("octo/app2", "octo/app3")
+    reads.changed_items(REPO, "2026-01-01T00:00:00Z")
+    assert reads.moved_to(REPO) == "octo/app3"
+    assert reads.item(ref)["number"] == 15
+    assert github.logged()[-1].path == "/repos/octo/app3/issues/15"
+    assert reads.refusals == []

@@ -745,18 +745,97 @@ def test_an_app_tokens_claim_not_shown_yet_waits_for_the_next_cycle_then_decides
     assert len(laptop.github.posts) == 1
 
 
-def test_an_app_tokens_claim_whose_post_answer_was_lost_is_known_by_its_marker(
+def test_an_app_tokens_claim_whose_post_answer_was_lost_is_posted_again_the_lower_deciding(
+    either: World,
+) -> None:
+    """No comment is taken for the claim by its nonce: it is posted again under a new
+    one, GitHub's answer names it, and the copy the lost answer left is this machine's
+    claim too once the login is known: the lower wins, the other is deleted."""
+    either.app_token = True
+    either.github.post_fault = "lost-answer"
+    start = either.ticket.add("the-loop start")
+    either.cycle(start)
+    assert either.starts() == [] and either.learned == []
+    [first] = either.ticket.ours()
+    either.github.post_fault = ""
+    either.cycle()
+    assert len(either.starts()) == 1 and either.learned == [BOT]
+    assert len(either.github.posts) == 2, "posted again, under a new nonce"
+    assert "nonce=0000000000000002" in either.github.posts[1]
+    [second] = either.github.deletes
+    assert second > first.id and either.ticket.ours() == [first], "the higher copy deleted"
+    assert dict(either.book.holders()) == {ITEM: Holder(start.id, ME, "laptop", first.id)}
+    assert either.rounds() == []
+
+
+def test_an_app_tokens_lost_claim_and_its_copy_are_both_deleted_when_another_wins(
     laptop: World,
 ) -> None:
     laptop.app_token = True
     laptop.github.post_fault = "lost-answer"
     start = laptop.ticket.add("the-loop start")
-    laptop.cycle(start)
-    assert laptop.starts() == [] and laptop.learned == []
+    theirs = laptop.ticket.claim(start)
+    laptop.cycle(start, theirs)
     laptop.github.post_fault = ""
     laptop.cycle()
-    assert len(laptop.starts()) == 1 and laptop.learned == [BOT]
-    assert len(laptop.github.posts) == 1, "the claim already posted is not posted again"
+    assert laptop.starts() == [] and laptop.learned == [BOT]
+    assert len(laptop.github.posts) == 2 and len(laptop.github.deletes) == 2
+    assert laptop.ticket.ours() == [], "every claim of its own on the start is deleted"
+    holder = dict(laptop.book.holders())[ITEM]
+    assert (holder.machine, holder.comment_id) == (OTHER, theirs.id)
+
+
+def test_an_app_token_never_learns_its_login_from_an_older_comment_edited_to_carry_its_nonce(
+    either: World,
+) -> None:
+    """The POST's answer is lost; a stranger then edits an older comment of theirs to
+    carry the claim's marker (public once posted). It is the lowest comment carrying the
+    marker, and the thread after the start holds it (it was updated since), yet its
+    author is never taken for the token's login: its claims would count as this
+    machine's, and this machine's own would stop counting."""
+    either.app_token = True
+    older = either.ticket.add("looks good to me", login="mallory")
+    start = either.ticket.add("the-loop start")
+    either.github.post_fault = "lost-answer"
+    either.cycle(start)
+    [posted] = [c for c in either.ticket.comments if c.login == BOT]
+    marker = posted.body.splitlines()[-1]
+    edited = replace(
+        older, body=f"{older.body}\n{marker}", updated_at=posted.created_at + timedelta(minutes=1)
+    )
+    either.ticket.comments[either.ticket.comments.index(older)] = edited
+    either.github.post_fault = ""
+    either.cycle()
+    assert "mallory" not in either.learned
+    assert either.learned == [BOT], "learned from the comment GitHub's answer named"
+    assert len(either.starts()) == 1
+    assert dict(either.book.holders())[ITEM].comment_id == posted.id
+    assert edited.id not in either.github.deletes, "a stranger's comment is never deleted"
+
+
+def test_an_app_token_never_learns_its_login_from_a_strangers_copy_of_its_claim(
+    laptop: World,
+) -> None:
+    """The POST's answer is lost and the claim is not shown yet; a stranger's App posts
+    an exact copy of it (unedited, after the start, one well-formed marker: only its
+    author differs), the one comment carrying the nonce the thread shows. Its author is
+    never taken for the token's login; the claim posted again is, once shown."""
+    laptop.app_token = True
+    laptop.github.hide_own_posts = True
+    laptop.github.post_fault = "lost-answer"
+    start = laptop.ticket.add("the-loop start")
+    laptop.cycle(start)
+    [posted] = [c for c in laptop.ticket.comments if c.login == BOT]
+    copy = laptop.ticket.add(posted.body, login="mallory-app[bot]")
+    laptop.ticket.comments[-1] = replace(copy, user_type="Bot")
+    laptop.github.post_fault = ""
+    laptop.cycle()
+    assert laptop.learned == [] and laptop.starts() == []
+    laptop.github.hidden.clear()
+    laptop.cycle()
+    assert laptop.learned == [BOT] and len(laptop.starts()) == 1
+    assert dict(laptop.book.holders())[ITEM].comment_id == posted.id
+    assert copy.id not in laptop.github.deletes
 
 
 def test_a_refused_post_never_spawns_and_is_posted_once_next_cycle(either: World) -> None:

@@ -69,3 +69,52 @@ def test_a_renamed_repository_is_polled_through_its_redirect_and_said_once(
     assert "octo/app2" not in err, "said once"
     assert len(world.events_named("poll.repository_renamed")) == 1
     assert world.live()
+
+
+def test_a_renamed_repository_is_asked_by_its_new_name_so_an_idle_cycle_is_304s_again(
+    world: PollWorld,  # noqa: F811
+    github: FakeGitHub,  # noqa: F811
+) -> None:
+    """Once the new name is learned (and kept), every request names it: no redirect is
+    paid for again, and an idle cycle is all 304s as it was before the rename."""
+    started(world, github)
+    github.rename_repository(REPO, "octo/app2")
+    github.advance(5)
+    poll_saying(world)  # learns the new name through the redirects, and keeps it
+    assert github.logged("GET", f"/repos/{REPO}"), "asked what it is called now"
+    poll_saying(world)  # the first reads under the new name: their ETags are new
+    before = len(github.logged())
+    report, err = poll_saying(world)
+    idle = github.logged()[before:]
+    assert idle, "the cycle read the repository"
+    assert [r for r in idle if r.status in (301, 307, 308)] == [], "no redirect paid for"
+    assert [r for r in idle if r.path.startswith(f"/repos/{REPO}/")] == []
+    assert {r.status for r in idle} == {304}, [(r.method, r.path, r.status) for r in idle]
+    assert (report["failed"], report["requests"], report["not_modified"]) == (
+        [],
+        len(idle),
+        len(idle),
+    )
+    assert "octo/app2" not in err and world.live()
+    assert len(world.events_named("poll.repository_renamed")) == 1
+
+
+def test_a_transferred_issue_of_a_renamed_repository_is_still_gone(
+    world: PollWorld,  # noqa: F811
+    github: FakeGitHub,  # noqa: F811
+) -> None:
+    """The new name learned, an issue GitHub then moves to another repository is still
+    seen to be gone: its GET by the new name leads elsewhere."""
+    checkout = started(world, github)
+    github.rename_repository(REPO, "octo/app2")
+    github.advance(5)
+    poll_saying(world)
+    github.add_issue("octo/other", 1)
+    github.transfer_issue("octo/app2", 15, "octo/other")
+    (world.layout.local_dir / WATCHED_FILE).unlink()
+    report = world.poll()
+    assert (report["closed"], report["failed"]) == (1, [])
+    assert not world.live() and checkout.is_dir()
+    [gone] = world.events_named("poll.item_gone")
+    assert f"{ITEM} was transferred to octo/other#2" in gone["why"]
+    assert github.logged("GET", "/repos/octo/app2/issues/15"), "asked by its new name"

@@ -52,9 +52,16 @@ class ClientReads:
     rate: RateLimit | None = None
     poll_interval: int | None = None
     refusals: list[Refusal] = field(default_factory=list[Refusal])
-    #: What each repository asked by a name GitHub redirected for permanently is called
-    #: now, by the name asked (asked of GitHub once per client).
+    #: What each repository GitHub redirected for good is called now, by the config's name
+    #: (case folded): given when the client is made (the names the poller kept), and
+    #: learned when a read by the name asked is redirected for good. Every request names
+    #: the repository by it, so a renamed one costs no redirect once its name is known.
     names: dict[str, str] = field(default_factory=dict[str, str])
+    #: The names ``GET /repos/{o}/{r}`` was asked for by this client (once each).
+    _looked_up: set[str] = field(default_factory=set[str], init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.names = {k.casefold(): v for k, v in self.names.items() if "/" in v}
 
     def _listing(
         self,
@@ -84,29 +91,41 @@ class ClientReads:
         self._rate(listing.rate)
         if listing.poll_interval is not None:
             self.poll_interval = max(self.poll_interval or 0, listing.poll_interval)
-        if listing.pages and listing.pages[0].moved and path.startswith(f"/repos/{repository}/"):
-            self._learn_name(repository)
+        if listing.pages and listing.pages[0].moved:
+            self._learn_name(repository, path)
         return ListingPage(entries, listing.not_modified, listing.complete, listing.truncated)
 
     def moved_to(self, repository: str) -> str:
-        """The name GitHub gives ``repository`` now, when a listing of it was answered
-        with a permanent redirect to a repository of another name (renamed, or moved to
-        another owner); ``""`` otherwise."""
-        name = self.names.get(repository, repository)
+        """The name GitHub gives ``repository`` now, when a read of it was answered with
+        a permanent redirect to a repository of another name (renamed, or moved to
+        another owner), or the client was made knowing it; ``""`` otherwise."""
+        name = self.asked_as(repository)
         return name if name.casefold() != repository.casefold() else ""
 
-    def _learn_name(self, repository: str) -> None:
-        """Ask what ``repository`` is called now (``GET /repos/{o}/{r}``, redirected),
-        once; a refusal leaves it unknown until the next client asks."""
-        if repository in self.names:
+    def asked_as(self, repository: str) -> str:
+        """The name ``repository`` (the config's) is asked of GitHub by: the one GitHub
+        gives it now, once known; else its own."""
+        return self.names.get(repository.casefold(), repository)
+
+    def _learn_name(self, repository: str, path: str = "") -> None:
+        """Ask what ``repository`` is called now (``GET /repos/{o}/{r}`` by the name it is
+        asked by, redirected), once per client and name, when a read of ``path`` under
+        that name was redirected for good (none: whatever was read); a refusal leaves
+        the name as it was."""
+        asked = self.asked_as(repository)
+        if path and not path.startswith(f"/repos/{asked}/"):
             return
+        if asked.casefold() in self._looked_up:
+            return
+        self._looked_up.add(asked.casefold())
         try:
-            answer = self.client.get(f"/repos/{repository}")
+            answer = self.client.get(f"/repos/{asked}")
             name = answer.object().get("full_name")
         except GitHubHTTPError:
             return
         self._rate(answer.rate)
-        self.names[repository] = name if isinstance(name, str) and "/" in name else repository
+        if isinstance(name, str) and name.count("/") == 1:
+            self.names[repository.casefold()] = name
 
     def open_items(
         self, repository: str, labels: Sequence[str], *, fresh: bool = False
@@ -115,7 +134,7 @@ class ClientReads:
         params: dict[str, str | int] = {"state": "open", "per_page": 100}
         if labels:
             params["labels"] = ",".join(labels)
-        path = f"/repos/{repository}/issues"
+        path = f"/repos/{self.asked_as(repository)}/issues"
         return self._listing(repository, path, params, keep=False, conditional=not fresh)
 
     def changed_items(self, repository: str, since: str) -> ListingPage:
@@ -128,14 +147,14 @@ class ClientReads:
             "direction": "asc",
             "per_page": 100,
         }
-        path = f"/repos/{repository}/issues"
+        path = f"/repos/{self.asked_as(repository)}/issues"
         return self._listing(repository, path, params, keep=False, beyond="first")
 
     def comments_since(self, repository: str, since: str | None) -> CommentsPage:
         """The comments updated at or after ``since``, oldest first (past the page cap,
         the oldest); with no ``since``, only the newest :data:`FIRST_SIGHT_PAGES` pages
         (asked newest first, so a long history is never walked, then put in order)."""
-        path = f"/repos/{repository}/issues/comments"
+        path = f"/repos/{self.asked_as(repository)}/issues/comments"
         params: dict[str, str | int] = {"sort": "updated", "direction": "asc", "per_page": 100}
         if since is not None:
             since_params = {**params, "since": since}
@@ -155,7 +174,7 @@ class ClientReads:
             "direction": "desc",
             "per_page": 100,
         }
-        path = f"/repos/{repository}/pulls"
+        path = f"/repos/{self.asked_as(repository)}/pulls"
         return self._listing(repository, path, params, keep=False, max_pages=1, beyond="first")
 
     def review_comments_since(self, repository: str, since: str) -> ListingPage:
@@ -167,13 +186,13 @@ class ClientReads:
             "direction": "asc",
             "per_page": 100,
         }
-        path = f"/repos/{repository}/pulls/comments"
+        path = f"/repos/{self.asked_as(repository)}/pulls/comments"
         return self._listing(repository, path, params, keep=False, beyond="first")
 
     def reviews(self, repository: str, number: int, *, fresh: bool = False) -> ListingPage:
         """Every review of pull request ``number``, oldest first, read conditionally;
         ``fresh`` reads every page in full."""
-        path = f"/repos/{repository}/pulls/{number}/reviews"
+        path = f"/repos/{self.asked_as(repository)}/pulls/{number}/reviews"
         params: dict[str, str | int] = {"per_page": 100}
         return self._listing(
             repository, path, params, keep=False, conditional=not fresh, beyond="last"
@@ -181,12 +200,12 @@ class ClientReads:
 
     def review(self, repository: str, number: int, review_id: int) -> Json:
         """One review of pull request ``number``, read in full."""
-        path = f"/repos/{repository}/pulls/{number}/reviews/{review_id}"
+        path = f"/repos/{self.asked_as(repository)}/pulls/{number}/reviews/{review_id}"
         return self._object(repository, path, {}, conditional=False).data
 
     def review_comments_of(self, repository: str, number: int, review_id: int) -> ListingPage:
         """The inline comments review ``review_id`` was submitted with, read in full."""
-        path = f"/repos/{repository}/pulls/{number}/reviews/{review_id}/comments"
+        path = f"/repos/{self.asked_as(repository)}/pulls/{number}/reviews/{review_id}/comments"
         params: dict[str, str | int] = {"per_page": 100}
         return self._listing(
             repository, path, params, keep=False, conditional=False, beyond="first"
@@ -194,7 +213,7 @@ class ClientReads:
 
     def review_comment(self, repository: str, comment_id: int) -> Json:
         """One inline review comment; a refusal for anything that is not an object."""
-        path = f"/repos/{repository}/pulls/comments/{comment_id}"
+        path = f"/repos/{self.asked_as(repository)}/pulls/comments/{comment_id}"
         try:
             answer = self.client.get(path, keep_body=True)
             data = answer.json()
@@ -208,39 +227,45 @@ class ClientReads:
 
     def pull_request(self, repository: str, number: int) -> Json:
         """One pull request (for its head); a refusal for anything that is not an object."""
-        return self._object(repository, f"/repos/{repository}/pulls/{number}", {}).data
+        return self._object(
+            repository, f"/repos/{self.asked_as(repository)}/pulls/{number}", {}
+        ).data
 
     def check_runs(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage:
         """The latest check run of each name on commit ``sha``, every page of 100 (see
         :meth:`_paged_object`), read conditionally unless ``fresh``."""
-        path = f"/repos/{repository}/commits/{sha}/check-runs"
+        path = f"/repos/{self.asked_as(repository)}/commits/{sha}/check-runs"
         params: dict[str, str | int] = {"filter": "latest", "per_page": 100}
         return self._paged_object(repository, path, params, "check_runs", conditional=not fresh)
 
     def combined_status(self, repository: str, sha: str, *, fresh: bool = False) -> ObjectPage:
         """The latest status of each context on commit ``sha``, every page of 100 (see
         :meth:`_paged_object`), read conditionally unless ``fresh``."""
-        path = f"/repos/{repository}/commits/{sha}/status"
+        path = f"/repos/{self.asked_as(repository)}/commits/{sha}/status"
         params: dict[str, str | int] = {"per_page": 100}
         return self._paged_object(repository, path, params, "statuses", conditional=not fresh)
 
     def statuses(self, repository: str, sha: str) -> Sequence[Json]:
         """The newest statuses posted on commit ``sha``, newest first (one page of 100),
         each with its ``creator``; read in full, not counted against the repository."""
-        url = self.client.url_for(f"/repos/{repository}/commits/{sha}/statuses", {"per_page": 100})
+        url = self.client.url_for(
+            f"/repos/{self.asked_as(repository)}/commits/{sha}/statuses", {"per_page": 100}
+        )
         answer = self.client.get_url(url, conditional=False)
         self._rate(answer.rate)
         return answer.objects()
 
     def job(self, repository: str, job_id: int) -> Json:
         """A GitHub Actions job (its steps); not counted against the repository."""
-        path = f"/repos/{repository}/actions/jobs/{job_id}"
+        path = f"/repos/{self.asked_as(repository)}/actions/jobs/{job_id}"
         return self._object(repository, path, {}, conditional=False, remember=False).data
 
     def job_log(self, repository: str, job_id: int) -> str:
         """A job's whole log, followed through GitHub's redirect without the token; not
         counted against the repository (a paste goes without it)."""
-        body = self.client.download(f"/repos/{repository}/actions/jobs/{job_id}/logs")
+        body = self.client.download(
+            f"/repos/{self.asked_as(repository)}/actions/jobs/{job_id}/logs"
+        )
         return body.decode("utf-8", errors="replace")
 
     def _object(
@@ -293,13 +318,13 @@ class ClientReads:
 
     def thread(self, ref: WorkItemRef) -> Sequence[Json]:
         """The item's comments, oldest first (past the page cap, the newest pages)."""
-        path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"
+        path = f"/repos/{self.asked_as(_repository(ref))}/issues/{ref.number}/comments"
         name = f"{ref.owner}/{ref.repo}"
         return self._listing(name, path, {"per_page": 100}, keep=True, beyond="last").entries
 
     def item(self, ref: WorkItemRef) -> Json:
         """The item's issue object; a refusal for anything GitHub would not send as one."""
-        path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}"
+        path = f"/repos/{self.asked_as(_repository(ref))}/issues/{ref.number}"
         try:
             answer = self.client.get(path, keep_body=True)
             data = answer.json()
@@ -317,7 +342,7 @@ class ClientReads:
     def post_comment(self, ref: WorkItemRef, body: str) -> int | None:
         """Post ``body``; the new comment's id, or None when GitHub's answer did not say
         (the comment was posted all the same: the POST was answered 2xx)."""
-        path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"
+        path = f"/repos/{self.asked_as(_repository(ref))}/issues/{ref.number}/comments"
         answer = self.client.post_json(path, {"body": body})
         try:
             data = answer.json()
@@ -329,20 +354,20 @@ class ClientReads:
     def comments_after(self, ref: WorkItemRef, since: str) -> Sequence[Json]:
         """The item's comments updated at or after ``since``, oldest first, read afresh
         (a claim's round: what was posted after the start it answers)."""
-        path = f"/repos/{ref.owner}/{ref.repo}/issues/{ref.number}/comments"
+        path = f"/repos/{self.asked_as(_repository(ref))}/issues/{ref.number}/comments"
         params: dict[str, str | int] = {"since": since, "per_page": 100}
         name = f"{ref.owner}/{ref.repo}"
         return self._listing(name, path, params, keep=False, conditional=False).entries
 
     def edit_comment(self, ref: WorkItemRef, comment_id: int, body: str) -> None:
         """Replace the body of the issue comment ``comment_id`` of ``ref``'s repository."""
-        path = f"/repos/{ref.owner}/{ref.repo}/issues/comments/{comment_id}"
+        path = f"/repos/{self.asked_as(_repository(ref))}/issues/comments/{comment_id}"
         self.client.patch_json(path, {"body": body})
 
     def delete_comment(self, ref: WorkItemRef, comment_id: int) -> None:
         """Delete the issue comment ``comment_id`` of ``ref``'s repository (one already
         gone is no error)."""
-        self.client.delete(f"/repos/{ref.owner}/{ref.repo}/issues/comments/{comment_id}")
+        self.client.delete(f"/repos/{self.asked_as(_repository(ref))}/issues/comments/{comment_id}")
 
     def _same_item(self, ref: WorkItemRef, issue: Json, status: int) -> None:
         """A GET of ``ref`` redirected (``status``) to ``issue``: the same item (in its
@@ -353,11 +378,11 @@ class ClientReads:
             return  # GitHub did not say which item it is: taken as the one asked
         repository, number = found.group(1), int(found.group(2))
         asked = f"{ref.owner}/{ref.repo}"
-        if number == ref.number and repository.casefold() == asked.casefold():
-            return
+        if number == ref.number and repository.casefold() == self.asked_as(asked).casefold():
+            return  # the name it was asked by (a name GitHub gave it back: asked again)
         if number == ref.number:
             self._learn_name(asked)
-            if repository.casefold() == self.names.get(asked, asked).casefold():
+            if repository.casefold() == self.asked_as(asked).casefold():
                 return
         raise GitHubHTTPError(
             f"{ref.ref} was transferred to {repository}#{number} (GitHub answered {status} for it)",
@@ -434,3 +459,8 @@ class IntakeGitHub:
 
     def edit_comment(self, ref: WorkItemRef, comment_id: int, body: str) -> None:
         self.reads.edit_comment(ref, comment_id, body)
+
+
+def _repository(ref: WorkItemRef) -> str:
+    """``owner/repo`` of ``ref``."""
+    return f"{ref.owner}/{ref.repo}"

@@ -41,11 +41,19 @@ class RepositoryPermissions:
     path: Path
     lock_path: Path
     clock: Callable[[], float] = time.time
+    #: The name a repository (``owner/repo``) is asked of GitHub by: the one GitHub gives
+    #: it now, once known (a renamed repository costs no redirect); by default its own.
+    asked_as: Callable[[str], str] = str
 
     @classmethod
-    def for_layout(cls, client: GitHubClient, layout: StateLayout) -> RepositoryPermissions:
+    def for_layout(
+        cls,
+        client: GitHubClient,
+        layout: StateLayout,
+        asked_as: Callable[[str], str] = str,
+    ) -> RepositoryPermissions:
         lock = layout.local_locks_dir / "poll-permissions.lock"
-        return cls(client, layout.local_dir / PERMISSIONS_FILE, lock)
+        return cls(client, layout.local_dir / PERMISSIONS_FILE, lock, asked_as=asked_as)
 
     def permission(self, repository: WorkItemRef, login: str) -> str:
         """``admin``, ``write``, ``read`` or ``none`` for ``login`` in the repository of
@@ -63,8 +71,8 @@ class RepositoryPermissions:
         return permission
 
     def _ask(self, repository: WorkItemRef, login: str) -> str:
-        names = (repository.owner, repository.repo, login)
-        owner, repo, user = (urllib.parse.quote(name, safe="") for name in names)
+        owner, _, repo = self.asked_as(f"{repository.owner}/{repository.repo}").partition("/")
+        owner, repo, user = (urllib.parse.quote(name, safe="") for name in (owner, repo, login))
         url = self.client.url_for(f"/repos/{owner}/{repo}/collaborators/{user}/permission")
         try:
             data = self.client.get_url(url, conditional=False).json()

@@ -45,7 +45,7 @@ from the_loop.intake.ports import (
     PostedComments,
     RepositoryPermission,
 )
-from the_loop.polling.reads import PollSettings, ReaderPorts
+from the_loop.polling.reads import Cursors, PollSettings, ReaderPorts, renamed_key
 from the_loop.portable.armed import CACHE_FILE as ARMED_CACHE
 from the_loop.portable.armed import ArmedRefs
 from the_loop.portable.poll import PollState
@@ -90,12 +90,14 @@ def reconcile_seconds(config: Config) -> float:
     return max(config.get_float("polling.reconcileSeconds"), 1.0)
 
 
-def acknowledge_port(config: Config, client: GitHubClient) -> Acknowledge | None:
-    """The 👀 on each delivery over ``client``, or None when
-    ``integrations.github.acknowledge`` is off."""
+def acknowledge_port(
+    config: Config, client: GitHubClient, asked_as: Callable[[str], str] = str
+) -> Acknowledge | None:
+    """The 👀 on each delivery over ``client`` (a repository asked by ``asked_as``), or
+    None when ``integrations.github.acknowledge`` is off."""
     if not config.get_bool("integrations.github.acknowledge"):
         return None
-    return Reactions(client).acknowledge
+    return Reactions(client, asked_as).acknowledge
 
 
 def request_deadline_seconds(config: Config) -> float:
@@ -263,7 +265,7 @@ def poll_wiring(
         token_advice=advice,
     )
     with client:
-        reads = ClientReads(client)
+        reads = ClientReads(client, names=renames_kept(cursors, settings.repositories))
         armed = ArmedRefs(
             stores.store,
             layout.local_dir / ARMED_CACHE,
@@ -279,8 +281,8 @@ def poll_wiring(
             warn=warn,
             checkpoint=checkpoint,
             should_stop=should_stop,
-            permission=RepositoryPermissions.for_layout(client, layout).permission,
-            acknowledge=acknowledge_port(config, client),
+            permission=RepositoryPermissions.for_layout(client, layout, reads.asked_as).permission,
+            acknowledge=acknowledge_port(config, client, reads.asked_as),
         )
         intake = replace(
             intake,
@@ -295,3 +297,10 @@ def poll_wiring(
             heads=FileHeads.for_layout(layout),
         )
         yield PollWiring(intake, reader, reads, client, etags)
+
+
+def renames_kept(cursors: Cursors, repositories: Sequence[str]) -> dict[str, str]:
+    """The name GitHub gives each of ``repositories`` now, as the poller kept it once a
+    redirect taught it (renamed, or moved to another owner): asked by it from the start."""
+    kept = {name: cursors.get(renamed_key(name)) or "" for name in repositories}
+    return {name: now for name, now in kept.items() if now}

@@ -8,6 +8,7 @@ a missing reaction holds no delivery).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from the_loop.errors import TheLoopError
@@ -29,6 +30,9 @@ class Reactions:
     """Reactions posted through ``client`` (its POSTs are spaced as every POST is)."""
 
     client: GitHubClient
+    #: The name a repository (``owner/repo``) is asked of GitHub by: the one GitHub gives
+    #: it now, once known (a renamed repository costs no redirect); by default its own.
+    asked_as: Callable[[str], str] = str
 
     def acknowledge(self, on: WorkItemRef, kind: str, subject: int) -> None:
         """One 👀 on ``kind`` ``subject`` in ``on``'s repository (see
@@ -36,5 +40,5 @@ class Reactions:
         where = _PATHS.get(kind)
         if where is None:
             raise TheLoopError(f"no reaction can be posted on a {kind!r}")
-        path = f"/repos/{on.owner}/{on.repo}/" + where.format(subject=subject)
+        path = f"/repos/{self.asked_as(f'{on.owner}/{on.repo}')}/" + where.format(subject=subject)
         self.client.post_json(path, {"content": EYES})

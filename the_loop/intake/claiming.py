@@ -9,14 +9,19 @@ meet the session it started. The reader hands the round its whole batch first
 
 - a winning claim by another machine already seen: lost, without posting;
 - otherwise this machine's claim is posted (once: a POST cut short by a crash is looked
-  for by its nonce before another is sent), the thread after the start is read once, and
-  the lowest claim wins; the winner spawns, a loser deletes its own claim and records
-  who holds the item.
+  for by its nonce, among the token's own login's claims, before another is sent), the
+  thread after the start is read once, and the lowest claim wins; the winner spawns, a
+  loser deletes its own claim and records who holds the item.
 
 A claim counts only by the token's own login. GitHub says whose a token is at
 ``GET /user``, but not for a GitHub App's installation token: such a machine posts its
-claim without judging the batch's, and learns its login as the author of its own claim
-in the thread (kept from then on), then decides as any machine does.
+claim without judging the batch's, and learns its login as the author of the comment
+GitHub's answer to that POST named (kept from then on), then decides as any machine
+does. A comment is never taken for its claim by the nonce it carries (public once
+posted: anyone may write or edit a comment to carry it); when the answer was lost
+before the login was known, the claim is posted again under a new nonce, and a copy
+GitHub took is then this machine's claim like the other (the lower decides; the
+other is deleted).
 
 A round that cannot be decided (GitHub did not answer, this machine's own claim is not
 in the thread yet) stays pending and is taken again next cycle: a machine that cannot
@@ -27,6 +32,7 @@ decided among the machines as a claim is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -37,7 +43,6 @@ from the_loop.intake.claims import (
     NO_MACHINE,
     Claim,
     claim_body,
-    claim_marker,
     claims_for,
     looks_like_claim,
     named_machine,
@@ -239,8 +244,9 @@ class Claiming:
         marked = _marked(comments, pending, login)
         self._note_machines(pending.ref, [c for c in marked if c.kind == CLAIM])
         ours = [c for c in marked if _is_ours(c, pending)]
+        copies = [c for c in marked if self._mine(c)]  # its own, and any a lost answer left
         if not ours and marked and not self._mine(marked[0]) and pending.kind == CLAIM:
-            self._lost(pending, marked[0], own=None)  # its own claim gone (a crash's delete)
+            self._lost(pending, marked[0], own=copies)  # its own claim gone (a crash's delete)
             return
         if not ours:
             self._not_shown(pending)
@@ -252,8 +258,9 @@ class Claiming:
             self._no_machine(pending, comments, login)
         elif self._mine(marked[0]):
             self._won(pending, marked[0])
+            self._delete_own(pending.ref, copies[1:], "extra")
         else:
-            self._lost(pending, marked[0], own=ours[0])
+            self._lost(pending, marked[0], own=copies)
 
     def _still_pending(self, pending: PendingClaim) -> PendingClaim | None:
         """The book's round for ``pending``'s start, as the book has it now (None: gone)."""
@@ -292,7 +299,7 @@ class Claiming:
             return False
         seen = self.seen.get((pending.ref, pending.start, CLAIM), [])
         if seen and not self._mine(seen[0]):
-            self._lost(pending, seen[0], own=None)
+            self._lost(pending, seen[0])
             return True
         notices = self.seen.get((pending.ref, pending.start, NO_MACHINE), [])
         if pending.kind == NO_MACHINE and notices:
@@ -310,9 +317,14 @@ class Claiming:
         if pending.comment_id is not None:
             comments = list(read(pending.ref, pending.since))
             return pending, comments, login or self._learned(comments, pending)
-        if pending.posting:
+        if pending.posting and login is None:
+            # The POST's answer was lost before the token's login was known: a comment
+            # carrying the claim's nonce cannot be told from a copy (the nonce is public
+            # once posted, and anyone may write or edit a comment to carry it), so the
+            # claim is posted again under a new nonce, and GitHub's answer names it.
+            pending = replace(pending, nonce=self.ports.nonce())
+        elif pending.posting:
             comments = list(read(pending.ref, pending.since))
-            login = login or self._learned(comments, pending)
             marked = _marked(comments, pending, login) if login else []
             if any(_is_ours(c, pending) or not self._mine(c) for c in marked):
                 return pending, comments, login  # its own claim is there, or another's decides
@@ -321,19 +333,26 @@ class Claiming:
         return pending, comments, login or self._learned(comments, pending)
 
     def _learned(self, comments: list[IssueComment], pending: PendingClaim) -> str | None:
-        """The token's login, as the author of this machine's claim among ``comments``
-        (the comment its POST was given, or before that id is known the first one
-        carrying its marker: its nonce was this machine's alone until posted), kept from
-        now on; None while the claim is not there."""
-        marker = claim_marker(pending.kind, pending.start, self.ports.machine.id, pending.nonce)
+        """The token's login, as the author of this machine's claim among ``comments``,
+        kept from now on; None while it is not there. The claim is only ever the comment
+        GitHub's answer to its POST named (no comment is taken for it by its marker: the
+        nonce is public once posted), and only as a claim counts: never edited, holding
+        exactly one well-formed marker, this round's, posted after the start."""
+        if pending.comment_id is None:
+            return None
+        marker = (pending.kind, pending.start, self.ports.machine.id, pending.nonce)
         own = [
             c
             for c in comments
-            if (c.id == pending.comment_id if pending.comment_id is not None else marker in c.body)
+            if c.id == pending.comment_id
+            and c.id > pending.start
+            and c.created_at >= pending.since
+            and (claim := read_claim(c, own_login=c.login)) is not None
+            and (claim.kind, claim.start, claim.machine, claim.nonce) == marker
         ]
         if not own:
             return None
-        login = min(own, key=lambda c: c.id).login
+        login = own[0].login
         self.ports.learn_login(login)
         self._know(login)
         return login
@@ -409,20 +428,24 @@ class Claiming:
             outcome=outcome,
         )
 
-    def _lost(self, pending: PendingClaim, winning: Claim, *, own: Claim | None) -> None:
+    def _lost(self, pending: PendingClaim, winning: Claim, *, own: Sequence[Claim] = ()) -> None:
         """Another machine's claim is the lowest: delete this machine's, record the holder."""
-        intake = self.round.intake
-        if own is not None:
-            try:
-                self.ports.delete_comment(pending.ref, own.comment_id)
-            except TheLoopError as error:
-                intake.ports.warn(
-                    f"{pending.ref.ref}: could not delete this machine's losing claim "
-                    f"(comment {own.comment_id}); it decides nothing: {error}"
-                )
+        self._delete_own(pending.ref, own, "losing")
         name = shown_name(winning.name) if winning.name else winning.machine[:12]
         holder = Holder(pending.start, winning.machine, name, winning.comment_id)
         self._hold_for(pending.ref, holder, pending.actor)
+
+    def _delete_own(self, ref: WorkItemRef, claims: Sequence[Claim], why: str) -> None:
+        """Delete this machine's ``claims``, each higher than the claim that won (so no
+        reader's outcome changes); one GitHub refuses to delete stays, said."""
+        for claim in claims:
+            try:
+                self.ports.delete_comment(ref, claim.comment_id)
+            except TheLoopError as error:
+                self.round.intake.ports.warn(
+                    f"{ref.ref}: could not delete this machine's {why} claim "
+                    f"(comment {claim.comment_id}); it decides nothing: {error}"
+                )
 
     def _yield_to(self, ref: WorkItemRef, lower: Claim) -> None:
         """A lower claim than the one this machine won with has shown up late: the rule

@@ -1,8 +1,8 @@
 """One poll cycle: the reader that asks GitHub what changed and feeds the intake.
 
 Per repository: a round of the intake over its live sessions; the kept listing
-brought up to date (what changed since its cursor; a repository GitHub renamed is read
-through its redirect, and said once); the comments since the comment
+brought up to date (what changed since its cursor; a repository GitHub renamed is asked
+by its new name once a redirect taught it, and said once); the comments since the comment
 cursor (with none, a window of the newest only: first sight reads no history), each
 fed to the round in order; the watched pull requests' CI (:mod:`checks`: read after the
 listing, handed to the round after the comments); then the round delivers what waits
@@ -22,7 +22,7 @@ from the_loop.intake.ports import CycleCounts, Json
 from the_loop.intake.pulls import pulls_from_json
 from the_loop.polling.checks import feed_checks, note_heads, read_checks
 from the_loop.polling.listing import PolledItems, cursor_stamp, iso, read_listing, window_start
-from the_loop.polling.reads import PollSettings, ReaderPorts
+from the_loop.polling.reads import PollSettings, ReaderPorts, renamed_key
 from the_loop.polling.review_reads import read_reviews, reviews_cursor_key
 from the_loop.ref import WorkItemRef
 
@@ -86,20 +86,19 @@ def _poll_repository(name: str, settings: PollSettings, reads: ReaderPorts, inta
         reads.cursors.set(reviews_cursor_key(name), reviewed)
 
 
-def renamed_key(name: str) -> str:
-    """The key, among the comment cursors, of the name a renaming was last said for."""
-    return f"{name}#renamed"
-
-
 def _say_renamed(name: str, reads: ReaderPorts, intake: Intake) -> None:
-    """Once for each new name (kept among the cursors): GitHub redirects ``name``'s reads
-    to a repository of another name, polled there under the config's name."""
-    renamed = reads.github.moved_to(name)
-    if not renamed or reads.cursors.get(renamed_key(name)) == renamed:
+    """Once for each new name (kept among the cursors, so every later client asks by it
+    from the start): GitHub redirects ``name``'s reads to a repository of another name,
+    polled by that name under the config's. A kept name GitHub no longer gives is
+    forgotten."""
+    renamed, kept = reads.github.moved_to(name), reads.cursors.get(renamed_key(name))
+    if not renamed and kept:
+        reads.cursors.set(renamed_key(name), "")  # GitHub gives it the config's name again
+    if not renamed or kept == renamed:
         return
     intake.ports.warn(
-        f"{name} is {renamed} on GitHub now (renamed or moved): polled through GitHub's "
-        f"redirect, its sessions and records kept under {name}; polling.repositories still "
+        f"{name} is {renamed} on GitHub now (renamed or moved): polled as {renamed} from "
+        f"now on, its sessions and records kept under {name}; polling.repositories still "
         f"names {name}"
     )
     intake.ports.emit("poll.repository_renamed", "warning", repository=name, renamed_to=renamed)

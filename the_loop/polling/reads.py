@@ -105,6 +105,12 @@ class GitHubReads(Protocol):
     def rate_low(self) -> bool: ...
 
 
+def renamed_key(name: str) -> str:
+    """The key, among the comment cursors, of the name GitHub gives repository ``name``
+    now (``""``: its own): said once, and every request names the repository by it."""
+    return f"{name}#renamed"
+
+
 class Cursors(Protocol):
     """The machine-local comment cursor of each repository, and the ``updated_at`` each
     watched pull request's reviews were last read at (``""``: read, time unknown)."""
