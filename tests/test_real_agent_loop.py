@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -402,7 +403,12 @@ def test_a_review_of_about_24000_characters_reaches_the_agent_whole_as_one_turn(
     key = f"review-{review.id}"
     loop.poll_until(lambda: delivered(loop, 15, key), what="the review delivered")
 
-    [turn] = [r for r in anthropic.requests if is_turn(r) and body in r.last_user_text()]
+    def turns() -> list[Any]:
+        return [r for r in anthropic.requests if is_turn(r) and body in r.last_user_text()]
+
+    # Delivered once its UserPromptSubmit hook saw it; the model's request comes just after.
+    assert wait_until(lambda: bool(turns()), timeout=30), "the turn reached the model"
+    [turn] = turns()
     text = turn.last_user_text()
     assert "[the-loop] Review by @alice on " in text
     assert f"> {body}" in text

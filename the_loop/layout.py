@@ -277,9 +277,9 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "poll cursors",
         "local/poll-cursors.json",
         False,
-        "each repository's comment cursor (and reviews cursor), the new name last said of a "
-        "repository GitHub renamed, the ids of comments the-loop posted, and the updated_at "
-        "each watched pull request's reviews were last read at",
+        "each repository's comment cursor (and reviews cursor), the new name of a repository "
+        "GitHub renamed (every request names it so), the ids of comments the-loop posted, and "
+        "the updated_at each watched pull request's reviews were last read at",
         "clocks and cursors stay machine-local, so an idle cycle writes nothing under portable/",
     ),
     GeneratedPath(

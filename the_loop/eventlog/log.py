@@ -150,8 +150,8 @@ EVENT_TYPES: dict[str, str] = {
     "item itself, action, cleanup, why).",
     "poll.repository_renamed": "GitHub redirected the reads of a repository polling.repositories "
     "names to a repository of another name (renamed, or moved to another owner): it is polled "
-    "through the redirect under the name the config gives it, and this is said once for each "
-    "new name (repository, renamed_to).",
+    "by its new name from then on (no redirect paid for again), under the name the config "
+    "gives it, and this is said once for each new name (repository, renamed_to).",
     "poll.rate_limited": "GitHub's rate limit held the poller back: below the reserve only the "
     "reads ran (repository, step), or a 403/429 set the back-off of every repository "
     "(repository, status, retry_after, wait_seconds).",

@@ -30,7 +30,12 @@ def fail_an_early_exit(stores: Stores, dispatcher: Dispatcher, spawned: SpawnRes
     what = "closed"
     with stores.registry.spawn_lock(session.work_item):
         current = stores.registry.find_by_work_item(session.work_item)
-        if current is not None and current.harness_session_id == session.harness_session_id:
+        ours = current is not None and current.harness_session_id == session.harness_session_id
+        if not ours or (current is not None and current.is_paused):
+            # A stop, pause or cleanup run meanwhile ended it: its doing, not the agent's.
+            note(f"{session.ref}: started; another command ended its agent meanwhile")
+            return
+        if current is not None:
             reason = f"the agent {exited.describe()} at its start"
             try:
                 dispatcher.close_session(current, reason, keep_checkouts=True)
