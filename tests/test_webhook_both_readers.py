@@ -141,7 +141,11 @@ class Sender:
     github: FakeGitHub
     receiver: subprocess.Popen[bytes]
     rng: random.Random = field(default_factory=lambda: random.Random(SEED))
+    items: tuple[int, ...] = ITEMS
+    comments: int = COMMENTS
+    kills_planned: int = KILLS
     items_of: dict[int, int] = field(default_factory=dict[int, int])  # sequence -> item
+    arrived: dict[int, float] = field(default_factory=dict[int, float])  # monotonic, on GitHub
     once: int = 0
     twice_same_id: int = 0
     twice_new_id: int = 0
@@ -151,8 +155,9 @@ class Sender:
     kills: int = 0
 
     def run(self) -> None:
-        kill_at = {COMMENTS * (k + 1) // (KILLS + 1) for k in range(KILLS)}
-        for sequence in range(COMMENTS):
+        planned = self.kills_planned
+        kill_at = {self.comments * (k + 1) // (planned + 1) for k in range(planned)}
+        for sequence in range(self.comments):
             if sequence in kill_at:
                 self.kill()
             self.comment(sequence)
@@ -171,10 +176,11 @@ class Sender:
         self.kills += 1
 
     def comment(self, sequence: int) -> None:
-        number = ITEMS[sequence % len(ITEMS)]
+        number = self.items[sequence % len(self.items)]
         self.items_of[sequence] = number
         self.github.advance(1)
         comment = self.github.add_comment(REPO, number, token(sequence), login="alice")
+        self.arrived[sequence] = time.monotonic()
         fate, delivery = self.rng.random(), f"d-{comment.id}"
         if fate < DROPPED:
             self.dropped += 1
@@ -204,8 +210,9 @@ class Sender:
         twice = self.twice_same_id + self.twice_new_id
         refused = f", {dict(self.refused)} refused" if self.refused else ""
         return (
-            f"{COMMENTS} comments over {len(ITEMS)} items; pushed once {self.once}, twice "
-            f"{twice} ({self.twice_same_id} same id, {self.twice_new_id} new id), dropped "
+            f"{self.comments} comments over {len(self.items)} items; pushed once "
+            f"{self.once}, twice {twice} ({self.twice_same_id} same id, {self.twice_new_id} "
+            "new id), dropped "
             f"{self.dropped + self.down} ({self.dropped} not sent, {self.down} to a receiver "
             f"down{refused}); receiver kill -9 x{self.kills}"
         )

@@ -1,20 +1,21 @@
-"""Deliver one item's waiting comments into its pane, exactly once, crash or not.
+"""Deliver the items' waiting comments into their panes, exactly once, crash or not.
 
 Each attempt: write ``pending`` durably → paste and mark the pane in one tmux command
-list → write ``delivered``. A ``pending`` found on entry (a crash) is resolved against
-the pane's mark first; then the entries go in thread order, a retry before the later
-ones. The ledger rows live in the item's ``poll`` section under ``deliveries``, in
-thread order: ``id``, ``state``, ``attempts``, ``begun`` (the number of its latest
-attempt among the pane's), ``tried`` (when it began), the text while undelivered,
-``at``; once delivered, ``acked`` when GitHub has its 👀
-(:mod:`~the_loop.intake.acknowledgement`). An agent that says what it received has
-its paste ``pasted`` until its ``UserPromptSubmit`` holds the text.
+list → write ``delivered``, under the item's hold, one attempt per hold and the panes in
+turn. A ``pending`` found at a turn (a crash) is resolved against the pane's mark first;
+then the entries go in thread order, a retry before the later ones. The ledger rows
+live in the item's ``poll`` section under ``deliveries``, in thread order: ``id``,
+``state``, ``attempts``, ``begun`` (the number of its latest attempt among the pane's),
+``tried`` (when it began), the text while undelivered, ``at``; once delivered,
+``acked`` when GitHub has its 👀 (:mod:`~the_loop.intake.acknowledgement`). An agent
+that says what it received has its paste ``pasted`` until its ``UserPromptSubmit``
+holds the text.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from the_loop.agent.screens import box_holds
@@ -74,26 +75,34 @@ def delivery_key(text: str) -> DeliveryKey:
 
 
 def store_ledger(polls: PollState, ref: WorkItemRef, ledger: DeliveryLedger, now: float) -> None:
-    """Write ``ledger``'s states into the stored rows (order, attempts, when each began;
-    text dropped once done)."""
+    """Write ``ledger``'s states into the stored rows (attempts, when each began; text
+    dropped once done). A row added since ``ledger`` was read (a review's or a check's
+    paste, queued without the item's hold) is kept as it is, in its place."""
 
     def change(stored: Ledger) -> None:
-        rows = {str(r.get("id")): r for r in _rows(stored)}
+        entries = {str(entry.comment_id): entry for entry in ledger.entries}
         written: list[Row] = []
-        for entry in ledger.entries:
-            row = dict(rows.get(str(entry.comment_id), {"id": str(entry.comment_id)}))
-            if row.get("state") != entry.state and entry.state is DeliveryState.DELIVERED:
-                row["at"] = now
-            if row.get("state") != entry.state and entry.state is DeliveryState.PENDING:
-                row["tried"] = now  # the attempt's paste comes after this, its turn too
-            row["state"], row["attempts"] = str(entry.state), entry.attempts
-            row["begun"] = entry.begun
-            if entry.state in _DONE:
-                row.pop("text", None)
-            written.append(row)
+        for row in _rows(stored):
+            entry = entries.pop(str(row.get("id")), None)
+            written.append(row if entry is None else _written(row, entry, now))
+        written += [_written({"id": key}, entry, now) for key, entry in entries.items()]
         stored[DELIVERIES] = written
 
     polls.change(ref, change)
+
+
+def _written(row: Row, entry: DeliveryEntry, now: float) -> Row:
+    """``row`` with ``entry``'s state, attempts and turn (and when it began or ended)."""
+    row = dict(row)
+    if row.get("state") != entry.state and entry.state is DeliveryState.DELIVERED:
+        row["at"] = now
+    if row.get("state") != entry.state and entry.state is DeliveryState.PENDING:
+        row["tried"] = now  # the attempt's paste comes after this, its turn too
+    row["state"], row["attempts"] = str(entry.state), entry.attempts
+    row["begun"] = entry.begun
+    if entry.state in _DONE:
+        row.pop("text", None)
+    return row
 
 
 def _rows(stored: Ledger) -> list[Row]:
@@ -103,15 +112,20 @@ def _rows(stored: Ledger) -> list[Row]:
     return [dict(r) for r in rows if isinstance(r, dict)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
 
 
-def drain(session: LiveSession, intake: IntakeView) -> None:
-    """Resolve a crash's ``pending``, then deliver every waiting (or released) comment in
-    order while the agent takes a paste; then acknowledge on GitHub what was delivered and
+def drain(sessions: Sequence[LiveSession], intake: IntakeView) -> None:
+    """For each of ``sessions``: resolve a crash's ``pending``, then deliver what waited
+    when its turn first came, in order, while the agent takes a paste; one paste per pane
+    in turn, each under its item's hold. Then acknowledge on GitHub what was delivered and
     not yet acknowledged."""
-    with intake.ports.hold(session.ref):  # another reader's attempt ends first
-        _Pane(session, intake).drain()
+    panes = [_Pane(session, intake) for session in sessions]
+    while panes:
+        # The other reader's comments and pastes go in between ours, and no pane's backlog
+        # holds the others' back (a run of one item's comments waiting on every other's).
+        panes = [pane for pane in panes if pane.take_turn()]
     # Outside the hold: a 👀 waits its turn among GitHub's writes (a second apart), and a
     # repeat of one is GitHub's no-op, so the other reader's pastes never wait on it.
-    acknowledge_delivered(session.ref, intake)
+    for session in sessions:
+        acknowledge_delivered(session.ref, intake)
 
 
 class _Pane:
@@ -122,35 +136,55 @@ class _Pane:
         self.ref, self.target = session.ref, session.tmux_target
         self.ports, self.settings = intake.ports, intake.settings
         self.polls = intake.ports.ledger
+        #: The entries attempted in this drain: a refused paste stops the pane until the
+        #: next one, so nothing later overtakes its retry.
+        self.attempted: set[DeliveryKey] = set()
+        #: The entries not done at this drain's first turn: the ones it delivers. What the
+        #: other reader queues meanwhile is its own to deliver (or the next cycle's), so a
+        #: cycle ends and reads GitHub again however fast the pushes come.
+        self.waiting: set[DeliveryKey] | None = None
 
-    def drain(self) -> None:
-        """Settle a crash's ``pending``, then attempt each entry in thread order; a refused
-        paste stops the pane for this cycle, so nothing later overtakes its retry."""
+    def take_turn(self) -> bool:
+        """Under the item's hold: settle a crash's ``pending`` and a paste that awaits the
+        agent's word, then attempt the entry due in thread order. True when it was
+        attempted (the next may follow); False when nothing more goes in now."""
+        with self.intake.ports.hold(self.ref):
+            return self._turn()
+
+    def _turn(self) -> bool:
         rows = self.polls.deliveries(self.ref)
         ledger = ledger_of(rows)
-        if not self.target or not any(e.state not in _DONE for e in ledger.entries):
-            return
+        if self.waiting is None:
+            self.waiting = {e.comment_id for e in ledger.entries if e.state not in _DONE}
+        if not self.target or not self.waiting:
+            return False
+        if ledger.pending or ledger.pasted:
+            if not self._settle_left(ledger):
+                return False  # the agent has not said yet: nothing later overtakes it
+            rows = self.polls.deliveries(self.ref)  # settling wrote the ledger
+        due = ledger_of(rows).due
+        if due is None or due.comment_id in self.attempted:
+            return False  # all done, or a refused paste: it goes first again next time
+        if due.comment_id not in self.waiting:
+            return False  # queued since this drain began: the reader that queued it goes on
+        if self.intake.stopping() or self._breaker_open(rows):
+            return False  # the rest wait in the ledger for the next cycle
+        if not self._agent_takes_a_paste():
+            return False  # a dialog, a start or an exit: they wait, in order, in the ledger
+        self.attempted.add(due.comment_id)
+        ledger = self._attempt(ledger_of(rows), due.comment_id, _text(rows, due.comment_id))
+        done = ledger.entry(due.comment_id)
+        if done is not None and done.state is DeliveryState.DELIVERED:
+            self._count_delivered(rows, due.comment_id)
+        return True
+
+    def _settle_left(self, ledger: DeliveryLedger) -> bool:
+        """Settle what an attempt left: a crash's ``pending`` against the pane's mark, then
+        a paste that awaits the agent's word. False while that word is still awaited."""
         if ledger.pending:
             mark = self.ports.pane_mark(self.target)
             ledger = self._settle(ledger, ledger.resolve(mark, max_retries=self._retries))
-        if ledger.pasted and not self._confirm(ledger, self.polls.deliveries(self.ref)):
-            return  # the agent has not said yet: nothing later overtakes it
-        attempted: set[DeliveryKey] = set()
-        while True:
-            rows_now = self.polls.deliveries(self.ref)  # each attempt wrote the ledger
-            ledger = ledger_of(rows_now)
-            due = ledger.due
-            if due is None or due.comment_id in attempted:
-                return  # all done, or a refused paste: it goes first again next cycle
-            if self.intake.stopping() or self._breaker_open(rows):
-                return  # the rest wait in the ledger for the next cycle
-            if not self._agent_takes_a_paste():
-                return  # a dialog, a start or an exit: they wait, in order, in the ledger
-            attempted.add(due.comment_id)
-            ledger = self._attempt(ledger, due.comment_id, _text(rows_now, due.comment_id))
-            done = ledger.entry(due.comment_id)
-            if done is not None and done.state is DeliveryState.DELIVERED:
-                self._count_delivered(rows_now, due.comment_id)
+        return not ledger.pasted or self._confirm(ledger, self.polls.deliveries(self.ref))
 
     def _count_delivered(self, rows: list[Row], key: DeliveryKey) -> None:
         self.intake.counts.delivered += 1
@@ -317,9 +351,7 @@ class _Pane:
         """True when the session had its hour's deliveries; the first time, a notice and an
         event."""
         ref, polls, limit = self.ref, self.polls, self.settings.max_deliveries_per_hour
-        times = [
-            float(r["at"]) for r in polls.deliveries(ref) if isinstance(r.get("at"), int | float)
-        ]
+        times = [float(r["at"]) for r in rows if isinstance(r.get("at"), int | float)]
         state = breaker(times, now=self.ports.clock(), max_per_hour=limit)
         noticed = any(r.get("breaker") for r in rows)
         if not state.open:

@@ -75,13 +75,15 @@ class Intake:
         """Between cycles, with nothing read from GitHub: what each of the live ``sessions``'
         active agents is doing (a block said once, or its end), an exited one restarted
         for the comments that wait, and those comments delivered once it takes a paste."""
+        waiting: list[LiveSession] = []
         for session in sessions:
             if self.stopping():
                 break
             if session.state is SessionState.ACTIVE:
                 state = attend(session, self)
                 if not revive(session, self, state):
-                    drain(session, self)
+                    waiting.append(session)
+        drain(waiting, self)
 
     def round(self, repository: WorkItemRef) -> Round:
         """A round over ``repository`` (any ref of it), with its live sessions as they are
@@ -112,6 +114,10 @@ class Round:
     first_seen: set[WorkItemRef] = field(default_factory=set[WorkItemRef])
     #: The round's claims (None: ``routing.claim`` is never, or no reader wired them).
     claiming: Claiming | None = None
+    #: Each item's seen comment ids, read once a round (see :meth:`_seen_before`).
+    seen_ids: dict[WorkItemRef, frozenset[int]] = field(
+        default_factory=dict[WorkItemRef, frozenset[int]]
+    )
 
     def __post_init__(self) -> None:
         claims = self.intake.ports.claims
@@ -191,14 +197,32 @@ class Round:
     def comment(self, comment: IssueComment) -> None:
         """One new or edited comment: first sight, or settled, a command, queued, or seen;
         under the item's hold, so a command another reader runs on it (a start's spawn)
-        has ended, and is seen, before this comment is decided."""
+        has ended, and is seen, before this comment is decided. One the ledger already
+        held is settled without the hold."""
         ref = comment.work_item
         if ref in self.first_seen:
             return  # its whole thread was baselined this round
+        if self._seen_before(comment):
+            self.intake.counts.settled += 1
+            return
         with self.intake.ports.hold(ref):
             if ref not in self.sessions:  # another reader may have started it since
                 self.refresh(ref)
             self._decide(comment)
+
+    def _seen_before(self, comment: IssueComment) -> bool:
+        """Whether the item's ledger held ``comment`` when the round first looked (one read
+        per item, without the hold): queued or settled already, so it is settled again at
+        no cost. A poll's overlap and a push fed again after a crash are mostly these, and
+        neither waits for the hold another reader keeps while it pastes."""
+        ref = comment.work_item
+        if self.read_from is None or ref not in self.watched:
+            return False
+        seen = self.seen_ids.get(ref)
+        if seen is None:
+            ids = self.intake.ports.ledger.seen_comments(ref)
+            seen = self.seen_ids[ref] = frozenset(int(i) for i in ids if i.isdigit())
+        return comment.id in seen
 
     def _decide(self, comment: IssueComment) -> None:
         ref = comment.work_item
@@ -337,6 +361,7 @@ class Round:
         """Deliver what waits for each active watched session, as the commands left them
         (``only``: just the sessions of these items, the ones a push touched)."""
         intake = self.intake
+        waiting: list[LiveSession] = []
         for session in intake.ports.sessions():
             if intake.stopping():
                 break
@@ -348,7 +373,8 @@ class Round:
                 state = attend(session, intake)  # a block said once on the ticket, or its end
                 if revive(session, intake, state, partial(self._facts, session.ref)):
                     continue  # its comments go in once the restarted agent takes a paste
-                drain(session, intake)
+                waiting.append(session)
+        drain(waiting, intake)  # a paste per pane in turn: no backlog holds another's
 
     def closures(self) -> None:
         """End the sessions of closed items and endpoints of closed linked PRs; clear the
