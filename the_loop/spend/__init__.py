@@ -1,0 +1,1 @@
+"""What an agent has spent: its transcripts metered and priced with a shipped table."""
