@@ -12,6 +12,11 @@ once by default); a request no rule accepts gets the default reply, a short text
 Claude Code makes side requests besides the turns (title generation, quota checks,
 summaries), so the default predicate, :func:`is_turn`, accepts only requests that
 offer tools: a side request never takes a reply meant for a turn.
+
+A reply says what usage it reports (input, output, cache reads, 5-minute and 1-hour
+cache writes), on the model the request asked for; every message the fake sends is kept
+in ``fake.sent`` with its id, model and usage: the ground truth a meter of the agent's
+spend is checked against.
 """
 
 from __future__ import annotations
@@ -179,6 +184,29 @@ class Reply:
     gate_timeout: float = 60.0
     input_tokens: int = 42
     output_tokens: int = 7
+    cache_read_tokens: int = 0
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+
+    def usage(self, output_tokens: int | None = None) -> JsonObject:
+        """The API's usage object of this reply (``output_tokens`` as given, or the reply's).
+
+        ``cache_creation`` (its split by lifetime) is there only when a cache write is, so
+        the replies of tests that set none are as they always were.
+        """
+        written = self.cache_write_5m_tokens + self.cache_write_1h_tokens
+        usage: JsonObject = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens if output_tokens is None else output_tokens,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": self.cache_read_tokens,
+        }
+        if written:
+            usage["cache_creation"] = {
+                "ephemeral_5m_input_tokens": self.cache_write_5m_tokens,
+                "ephemeral_1h_input_tokens": self.cache_write_1h_tokens,
+            }
+        return usage
 
     def wait(self) -> None:
         if self.delay:
@@ -239,6 +267,16 @@ def rate_limited(message: str = "Number of requests has exceeded your rate limit
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class SentMessage:
+    """One assistant message the fake sent: to which request, its id, model and usage."""
+
+    request_index: int
+    message_id: str
+    model: str
+    usage: JsonObject
+
+
 @dataclasses.dataclass
 class _Rule:
     predicate: Predicate
@@ -260,6 +298,7 @@ class FakeAnthropic:
         self._requests: list[RecordedRequest] = []
         self._rules: list[_Rule] = []
         self.answered: list[tuple[int, Reply]] = []
+        self.sent: list[SentMessage] = []
 
     # the test's side
 
@@ -319,6 +358,12 @@ class FakeAnthropic:
             self._lock.notify_all()
             return request
 
+    def note_sent(
+        self, request: RecordedRequest, message_id: str, model: str, reply: Reply
+    ) -> None:
+        with self._lock:
+            self.sent.append(SentMessage(request.index, message_id, model, reply.usage()))
+
     def choose(self, request: RecordedRequest) -> Reply:
         with self._lock:
             for rule in self._rules:
@@ -335,26 +380,23 @@ def _sse(event: str, data: JsonObject) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def stream_events(reply: Reply, model: str) -> Iterator[tuple[str, JsonObject]]:
+def stream_events(
+    reply: Reply, model: str, message_id: str = ""
+) -> Iterator[tuple[str, JsonObject]]:
     """The server-sent events of a streamed reply, as the real API orders them."""
     yield (
         "message_start",
         {
             "type": "message_start",
             "message": {
-                "id": _next_id("msg"),
+                "id": message_id or _next_id("msg"),
                 "type": "message",
                 "role": "assistant",
                 "model": model,
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": {
-                    "input_tokens": reply.input_tokens,
-                    "output_tokens": 1,
-                    "cache_creation_input_tokens": 0,
-                    "cache_read_input_tokens": 0,
-                },
+                "usage": reply.usage(output_tokens=1),
             },
         },
     )
@@ -398,22 +440,17 @@ def _pieces(value: str, size: int = 40) -> list[str]:
     return [value[i : i + size] for i in range(0, len(value), size)] or [""]
 
 
-def message_json(reply: Reply, model: str) -> JsonObject:
+def message_json(reply: Reply, model: str, message_id: str = "") -> JsonObject:
     """The non-streamed answer of a reply."""
     return {
-        "id": _next_id("msg"),
+        "id": message_id or _next_id("msg"),
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": list(reply.blocks),
         "stop_reason": reply.stop_reason,
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
+        "usage": reply.usage(),
     }
 
 
@@ -495,13 +532,16 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200 or reply.error is not None:
             reply.wait()
             self._send_json(reply.status, reply.error or {}, reply.headers)
-        elif not (request.body or {}).get("stream"):
+            return
+        message_id = _next_id("msg")
+        self.fake.note_sent(request, message_id, model, reply)
+        if not (request.body or {}).get("stream"):
             reply.wait()
-            self._send_json(200, message_json(reply, model), reply.headers)
+            self._send_json(200, message_json(reply, model, message_id), reply.headers)
         else:
-            self._stream(reply, model)
+            self._stream(reply, model, message_id)
 
-    def _stream(self, reply: Reply, model: str) -> None:
+    def _stream(self, reply: Reply, model: str, message_id: str) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -511,7 +551,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         try:
-            for number, (event, data) in enumerate(stream_events(reply, model)):
+            for number, (event, data) in enumerate(stream_events(reply, model, message_id)):
                 self._chunk(_sse(event, data))
                 if number == 0:
                     reply.wait()

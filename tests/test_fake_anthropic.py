@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import threading
@@ -73,6 +74,37 @@ def test_a_streamed_text_reply_follows_the_api_event_order() -> None:
     message_delta = events[-2][1]
     assert message_delta["delta"]["stop_reason"] == "end_turn"
     assert message_delta["usage"]["output_tokens"] > 0
+
+
+def test_a_reply_reports_its_usage_cache_reads_and_writes_included_and_is_kept_as_sent() -> None:
+    reply = text("Cached.", input_tokens=9, output_tokens=70, cache_read_tokens=500)
+    cached = dataclasses.replace(reply, cache_write_5m_tokens=30, cache_write_1h_tokens=40)
+    with running_fake_anthropic() as fake:
+        fake.script(cached)
+        _, _, raw = _post(fake, "/v1/messages", _turn("hi"))
+        _, _, plain = _post(fake, "/v1/messages", _turn("hi", stream=False))
+
+    events = _events(raw)
+    start = events[0][1]["message"]
+    assert start["usage"] == {
+        "input_tokens": 9,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": 70,
+        "cache_read_input_tokens": 500,
+        "cache_creation": {"ephemeral_5m_input_tokens": 30, "ephemeral_1h_input_tokens": 40},
+    }
+    assert events[-2][1]["usage"] == {"output_tokens": 70}
+    # A reply that sets no cache reports none, as the fake always did.
+    assert json.loads(plain)["usage"] == {
+        "input_tokens": 42,
+        "output_tokens": 7,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    first, second = fake.sent
+    assert (first.request_index, first.message_id, first.model) == (0, start["id"], "claude-test")
+    assert first.usage == {**start["usage"], "output_tokens": 70}
+    assert second.request_index == 1 and second.message_id == json.loads(plain)["id"]
 
 
 def test_a_tool_use_streams_its_input_as_json_deltas() -> None:
