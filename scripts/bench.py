@@ -622,6 +622,11 @@ SECTIONS = (
         "The agent (its hooks, a new process each as Claude Code runs them; a start):",
         "the agent's hooks and a start with the real Claude Code",
     ),
+    (
+        "bench_spend",
+        "The spend meter (in process; a transcript read whole, then one turn appended):",
+        "the spend meter over a 50 MB transcript",
+    ),
 )
 
 
