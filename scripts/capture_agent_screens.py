@@ -29,6 +29,7 @@ if str(ROOT) not in sys.path:
 
 from tests.fake_anthropic import (  # noqa: E402 - after the path
     FakeAnthropic,
+    Reply,
     after_tool_result,
     api_error,
     bash,
@@ -285,7 +286,7 @@ def limit(out: Path) -> None:
         c.fake.script(rate_limited(), when=user_says("hello"))
         c.start("hello there")
         c.pane.wait_for("429")
-        c.save("limit.txt", c.pane.wait_idle())
+        c.save("rate-limit-429.txt", c.pane.wait_idle())
         c.event("StopFailure")
         c.exit()
     with capture(out.with_name("retrying")) as c:
@@ -296,6 +297,84 @@ def limit(out: Path) -> None:
         c.save("retrying.txt", c.pane.wait_for("retrying in"))
         c.pane.wait_for("Through at last.", timeout=40)
         c.note("requests:", len(c.fake.turns()))
+
+
+def usage_limited(reset: float, claim: str) -> Reply:
+    """The API's answer to a subscriber at a plan's usage limit: a 429 whose headers say
+    the unified limit is rejected, which of its windows, and when it resets."""
+    headers = (
+        ("anthropic-ratelimit-unified-status", "rejected"),
+        ("anthropic-ratelimit-unified-reset", str(int(reset))),
+        ("anthropic-ratelimit-unified-representative-claim", claim),
+        ("x-should-retry", "false"),
+    )
+    message = "This request would exceed your account's rate limit. Please try again later."
+    return api_error(429, "rate_limit_error", message, headers=headers)
+
+
+def _subscriber(c: Capture, zone: str, auto_continue: bool | None) -> None:
+    """Start the agent signed in with a subscription's token (no API key), in ``zone``,
+    with its own continue at the limit as ``auto_continue`` says (None: its default)."""
+    settings = hook_logging_settings(c.hook_log)
+    if auto_continue is not None:
+        settings["autoContinueAtUsageLimit"] = auto_continue
+    c.settings.write_text(json.dumps(settings))
+    extra = {"CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-fake-subscriber", "TZ": zone}
+    env = agent_env(c.home, c.fake.url, extra=extra)
+    env.pop("ANTHROPIC_API_KEY")
+    c.pane.start(claude_argv("hello there", settings=c.settings), c.repo, env)
+
+
+@scenario
+def usage_limit(out: Path) -> None:
+    """A subscriber's plan limit: its dialog (the agent's own continue off), the dialog
+    answered with its first option, a weekly limit's date, and the agent's own continue."""
+    with capture(out) as c:
+        c.fake.script(usage_limited(time.time() + 3600, "five_hour"), when=user_says("hello"))
+        _subscriber(c, "Europe/Paris", auto_continue=False)
+        c.save("limit-dialog.txt", c.pane.wait_for("Stop and wait for limit to reset"))
+        c.event("StopFailure")
+        c.pane.keys("1")
+        c.save("limit-waiting.txt", c.pane.wait_idle())
+        c.note(
+            "hooks:",
+            [
+                (e["hook_event_name"], e.get("error"), e.get("last_assistant_message"))
+                for e in read_hook_log(c.hook_log)
+            ],
+        )
+    with capture(out.with_name("usage_limit_weekly")) as c:
+        c.fake.script(usage_limited(time.time() + 3 * 86400, "seven_day"), when=user_says("hello"))
+        _subscriber(c, "America/New_York", auto_continue=False)
+        c.save("limit-weekly.txt", c.pane.wait_for("Stop and wait for limit to reset"))
+    with capture(out.with_name("usage_limit_auto")) as c:
+        c.fake.script(usage_limited(time.time() + 3600, "five_hour"), when=user_says("hello"))
+        _subscriber(c, "UTC", auto_continue=None)
+        c.save("limit-auto.txt", c.pane.wait_for("Continuing automatically at"))
+
+
+@scenario
+def busy(out: Path) -> None:
+    """A turn the fake holds (the busy line alone changes), then a long Bash call."""
+    gate = threading.Event()
+    with capture(out) as c:
+        c.fake.script(text("Held, then answered.", gate=gate), when=user_says("hold on"))
+        c.fake.script(bash("sleep 8; echo slept", "Sleep a while"), when=user_says("sleep"))
+        c.fake.script(text("Slept well."), when=after_tool_result())
+        c.start("hold on")
+        c.pane.wait_for("esc to interrupt")
+        time.sleep(2)
+        c.save("busy-early.txt")
+        time.sleep(12)
+        c.save("busy-later.txt")
+        gate.set()
+        c.pane.wait_for("Held, then answered.")
+        c.pane.wait_idle()
+        c.pane.say("now sleep")
+        c.pane.wait_for("sleep 8")
+        time.sleep(5)
+        c.save("busy-tool.txt")
+        c.pane.wait_for("Slept well.", timeout=30)
 
 
 @scenario

@@ -33,10 +33,15 @@ DIALOGS = {
     "permission-bash": ("claude-permission", "permission"),
     "permission-edit": ("claude-permission", "permission"),
     "question": ("claude-question", "question"),
+    "limit-dialog": ("claude-limit", "limit"),
+    "limit-weekly": ("claude-limit", "limit"),
     "onboarding-theme": ("claude-onboarding", "notice"),
     "onboarding-security": ("claude-security-notes", "notice"),
 }
-NO_DIALOG = ("idle", "working", "working-queued", "interrupted", "retrying", "limit", "notice")
+NO_DIALOG = (
+    *("idle", "working", "working-queued", "interrupted", "retrying", "rate-limit-429"),
+    *("notice", "limit-waiting", "limit-auto", "busy-early", "busy-later", "busy-tool"),
+)
 
 
 def state_of(found: AgentState | None) -> str:
@@ -155,9 +160,11 @@ def test_the_state_follows_the_hooks_and_the_screen() -> None:
     assert dead is not None and (dead.state, dead.exit_status) == ("exited", 1)
     limited = [*done, {"t": 110.0, "event": "StopFailure", "error": "rate_limit"}]
     state = derive("claude", limited, live, now=111.0)
+    assert state is not None and state.state == "idle", "a 429 with no reset time: no limit"
+    said = "You've hit your 5-hour limit · resets 3pm (UTC)"
+    reached = [*done, {"t": 110.0, "event": "StopFailure", "error": "rate_limit", "said": said}]
+    state = derive("claude", reached, live, now=111.0)
     assert state is not None and (state.state, state.blocked_on) == ("blocked", "limit")
-    later = derive("claude", limited, live, now=110.0 + 901)
-    assert later is not None and later.state == "idle", "a limit waited out is tried again"
     assert derive("claude", turn, None, now=1.0) is None
 
 

@@ -8,7 +8,9 @@ module, so it costs what the interpreter costs to start (``make bench`` measures
 A line: ``{"t": <unix time>, "event": <hook event>, ...}`` with, where the event has
 them, ``tool`` and ``detail`` (the command, file or pattern the tool is asked for),
 ``type`` and ``message`` (a notification), ``prompt`` (the start of a submitted prompt),
-``source``, ``reason`` and ``error``. Every text is cut, so a line stays small.
+``source``, ``reason`` and ``error``, a failed turn's last words (``said``: a usage limit's
+reset is in them), and the agent's ``transcript``. Every text is cut, so a line stays
+small.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ _READ_AT_MOST = 1 << 20
 #: How much of a prompt is kept: enough for the marker lines that start a delivery.
 PROMPT_KEPT = 600
 _TEXT_KEPT = 400
+#: How much of a path is kept.
+_PATH_KEPT = 1000
 #: The tool input fields that say what a tool is asked to do, in the order looked for.
 _DETAIL_FIELDS = ("command", "file_path", "notebook_path", "path", "url", "pattern", "query")
 
@@ -45,12 +49,16 @@ def entry(payload: object, now: float) -> dict[str, object]:
         ("error", "error", _TEXT_KEPT),
         ("error_type", "errorType", 100),
         ("session_id", "session", 100),
+        ("transcript_path", "transcript", _PATH_KEPT),
     ):
         value = found.get(key)
         if isinstance(value, str) and value:
             line[name] = value[:kept]
         elif isinstance(value, dict | list) and value:
             line[name] = json.dumps(value)[:kept]
+    said = found.get("last_assistant_message")
+    if line["event"] == "StopFailure" and isinstance(said, str) and said:
+        line["said"] = said[:_TEXT_KEPT]
     return line
 
 

@@ -30,6 +30,8 @@ HOOK_EVENTS = (
 _TOOL_EVENTS = frozenset(("PreToolUse", "PermissionRequest", "PostToolUse"))
 #: How long Claude Code lets a hook run before it goes on without it.
 HOOK_TIMEOUT_SECONDS = 5
+#: Claude Code's setting for its own continue once a usage limit resets (absent: on).
+AUTO_CONTINUE_SETTING = "autoContinueAtUsageLimit"
 
 
 def hook_log_path(local_dir: Path, name: str) -> Path:
@@ -45,8 +47,10 @@ def hook_command(python: str, log: Path) -> str:
     return shlex.join([python, "-I", "-m", "the_loop.agent.hook", str(log)])
 
 
-def hook_settings(python: str, log: Path) -> str:
-    """The ``--settings`` JSON that installs a hook for every event of :data:`HOOK_EVENTS`."""
+def hook_settings(python: str, log: Path, *, continue_at_limit: bool | None = None) -> str:
+    """The ``--settings`` JSON that installs a hook for every event of :data:`HOOK_EVENTS`;
+    with ``continue_at_limit``, Claude Code's own continue once a usage limit resets
+    (``autoContinueAtUsageLimit``) set so (None: the operator's settings decide)."""
     command: dict[str, object] = {
         "type": "command",
         "command": hook_command(python, log),
@@ -58,4 +62,7 @@ def hook_settings(python: str, log: Path) -> str:
         if event in _TOOL_EVENTS:
             group = {"matcher": "*", **group}
         hooks[event] = [group]
-    return json.dumps({"hooks": hooks}, separators=(",", ":"))
+    settings: dict[str, object] = {"hooks": hooks}
+    if continue_at_limit is not None:
+        settings[AUTO_CONTINUE_SETTING] = continue_at_limit
+    return json.dumps(settings, separators=(",", ":"))

@@ -53,7 +53,7 @@ class Answer:
     def chosen(self, screen: str) -> bool:
         """Whether the highlighted line of ``screen`` is the option to choose."""
         return any(
-            line.strip().startswith(self.pointer) and _flat(self.choose) in _flat(line)
+            line.strip().startswith(self.pointer) and flat(self.choose) in flat(line)
             for line in screen.splitlines()
         )
 
@@ -71,8 +71,8 @@ class ScreenPattern:
     harnesses: tuple[str, ...]
 
     def matches(self, screen: str) -> bool:
-        flat = _flat(screen)
-        return all(_flat(text) in flat for text in self.all)
+        shown = flat(screen)
+        return all(flat(text) in shown for text in self.all)
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,12 @@ def _input_boxes() -> dict[str, tuple[str, str]]:
     raw = json.loads(PATTERNS_FILE.read_text(encoding="utf-8"))
     boxes: dict[str, Any] = raw.get("inputBox") or {}
     return {str(k): (str(v["pointer"]), str(v["rule"])) for k, v in boxes.items()}
+
+
+def input_box_rule(harness: str) -> str:
+    """The character of ``harness``'s input box rules (``""``: it draws no box)."""
+    box = _input_boxes().get(harness)
+    return box[1] if box is not None else ""
 
 
 def has_input_box(harness: str) -> bool:
@@ -225,8 +231,8 @@ def dialog_text(screen: str, pattern: ScreenPattern) -> str:
     """The screen from the line holding the pattern's first text on, trimmed: what the
     dialog asks, without the conversation above it."""
     lines = [line.rstrip() for line in screen.splitlines()]
-    first = _flat(pattern.all[0])
-    start = next((i for i, line in enumerate(lines) if first[:30] in _flat(line)), 0)
+    first = flat(pattern.all[0])
+    start = next((i for i, line in enumerate(lines) if first[:30] in flat(line)), 0)
     start = max(0, start - 6)  # a permission prompt's tool and command stand above it
     kept = "\n".join(line for line in lines[start:] if line.strip() and not _rule(line))
     return kept[:PROMPT_KEPT]
@@ -234,10 +240,10 @@ def dialog_text(screen: str, pattern: ScreenPattern) -> str:
 
 def _rule(line: str) -> bool:
     """A line drawn only of box characters (a border)."""
-    return all(c in "─━═│┃╭╮╰╯┌┐└┘╌ " for c in line.strip())
+    return all(c in "─━═│┃╭╮╰╯┌┐└┘╌▔ " for c in line.strip())
 
 
-def _flat(text: str) -> str:
+def flat(text: str) -> str:
     """``text`` with runs of blanks and box sides as one space: a dialog reflowed by the
     terminal's width still matches."""
     return " ".join(text.replace("│", " ").replace("┃", " ").split())

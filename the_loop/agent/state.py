@@ -8,6 +8,11 @@ A harness without hooks (``cursor``, ``command``) is read from its pane alone: l
 no dialog is ``working`` while the pane changed within :data:`QUIET_SECONDS`, then
 ``idle``.
 
+A turn that stopped at a plan's usage limit is ``blocked: limit`` until the limit resets
+(its time read from the transcript, the hook's words or the screen:
+:mod:`~the_loop.agent.limit_state`), and after it too while the agent says it will go on
+by itself; a failed turn with no reset time (an API key's 429) is just over.
+
 A paste goes only where it becomes a turn, never into a dialog. An agent with an input
 box (Claude Code) takes one only while ``idle`` with its box on the screen and empty: a
 turn that runs may raise a permission prompt between the read and the paste's Enter,
@@ -20,13 +25,14 @@ or ``working``.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, cast
+from datetime import UTC, datetime, tzinfo
+from typing import Any
 
+from the_loop.agent.hooklog import RECEIPT_KEY_CHARS, read_hook_log, took_as_turn
+from the_loop.agent.limit_state import last_turn_event, stopped_at_limit
+from the_loop.agent.limits import UsageLimit, says_it_resumes
 from the_loop.agent.screens import (
     Dialog,
     at_input_prompt,
@@ -34,14 +40,12 @@ from the_loop.agent.screens import (
     has_input_box,
     input_text,
 )
+from the_loop.agent.transcript import TranscriptView
 
 STARTING, WORKING, IDLE, BLOCKED, EXITED = "starting", "working", "idle", "blocked", "exited"
 STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
 #: A pane with no hooks that has not changed for this long is at its prompt.
 QUIET_SECONDS = 5.0
-#: How long an agent that hit a usage or rate limit is left alone before a waiting
-#: comment is tried again (the paste then is a new turn; a limit still on says so again).
-LIMIT_WAIT_SECONDS = 900.0
 #: The screen pattern of the permission prompt a ``PermissionRequest`` hook announces.
 PERMISSION_DIALOG = "claude-permission"
 #: How long an agent shows its input box with no hook before its hooks count as silent.
@@ -51,8 +55,6 @@ SILENT_HOOKS_SECONDS = 30.0
 SETTLE_SECONDS = 2.0
 #: How long after a hook said a dialog the screen must show it (else it was answered).
 DRAWN_SECONDS = 3.0
-#: How much of the end of a hook log is read: the latest events are all a state needs.
-TAIL_BYTES = 64 * 1024
 #: How many of the screen's last lines an unknown dialog is told by.
 UNKNOWN_LINES = 20
 
@@ -70,8 +72,6 @@ _AFTER_EVENT = {
 _IDLE_NOTICES = frozenset(("idle_prompt",))
 _PERMISSION_NOTICES = frozenset(("permission_prompt",))
 _QUESTION_NOTICES = frozenset(("elicitation_dialog",))
-#: Words of a StopFailure's error that say a usage or rate limit was reached.
-_LIMIT_WORDS = ("rate_limit", "rate limit", "usage limit", "limit reached", "overloaded", "429")
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,14 @@ class AgentState:
     episode: str = ""
     #: Whether a paste may go in while a turn runs (an agent without hooks or input box).
     mid_turn: bool = True
+    #: When the usage limit its last turn stopped at resets (unix time; 0: it stopped at
+    #: none), and the zone that was said in (``""``: the machine's).
+    resets_at: float = 0.0
+    resets_zone: str = ""
+    #: Whether the agent said it will continue by itself once the limit resets.
+    self_resuming: bool = False
+    #: When a sign of its progress last changed (0: not watched), as its watcher keeps it.
+    progress_at: float = 0.0
 
     @property
     def takes_a_paste(self) -> bool:
@@ -123,73 +131,61 @@ class AgentState:
 
     def to_dict(self) -> dict[str, Any]:
         """``sessions list --format json``'s ``agent``: ``state``, ``since`` (ISO 8601),
-        ``blockedOn`` and ``prompt`` (null unless blocked), ``exitStatus``."""
-        from datetime import UTC, datetime
-
+        ``blockedOn`` and ``prompt`` (null unless blocked), ``exitStatus``, ``resetsAt``
+        (null unless blocked on a usage limit whose reset is known: ISO 8601 with the
+        offset of the zone it was said in)."""
         since = datetime.fromtimestamp(self.since, UTC).isoformat() if self.since else None
         blocked = self.state == BLOCKED
+        limited = blocked and self.blocked_on == "limit" and self.resets_at > 0
         return {
             "state": self.state,
             "since": since,
             "blockedOn": self.blocked_on if blocked else None,
             "prompt": self.prompt if blocked else None,
             "exitStatus": self.exit_status,
+            "resetsAt": self.limit.iso() if limited and self.limit is not None else None,
         }
 
-
-def read_hook_log(
-    path: Path, tail_bytes: int = TAIL_BYTES, *, since: float | None = None
-) -> list[dict[str, Any]]:
-    """The events at the end of the hook log ``path`` (empty when there is none); with
-    ``since``, read further back until every event from then on is in (a busy agent's
-    log can outgrow the tail between two reads). A line cut by the tail or not JSON is
-    skipped. Never follows a link."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return []
-    try:
-        size = os.fstat(descriptor).st_size
-        while True:
-            start = max(0, size - tail_bytes)
-            os.lseek(descriptor, start, os.SEEK_SET)
-            data = os.read(descriptor, size - start)
-            events = _events(data, cut=start > 0)
-            if since is None or not start or (events and _time(events[0]) < since - 1.0):
-                return events
-            tail_bytes *= 4
-    finally:
-        os.close(descriptor)
-
-
-def _events(data: bytes, *, cut: bool) -> list[dict[str, Any]]:
-    lines = data.decode("utf-8", "replace").split("\n")
-    if cut:
-        lines = lines[1:]  # the first may be cut
-    events: list[dict[str, Any]] = []
-    for line in lines:
-        try:
-            event: Any = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(cast(dict[str, Any], event).get("event"), str):
-            events.append(cast(dict[str, Any], event))
-    return events
+    @property
+    def limit(self) -> UsageLimit | None:
+        """The usage limit its last turn stopped at (None: none)."""
+        if self.resets_at <= 0:
+            return None
+        return UsageLimit(self.resets_at, self.resets_zone)
 
 
 def derive(
-    harness: str, events: Sequence[dict[str, Any]], pane: PaneView | None, *, now: float
+    harness: str,
+    events: Sequence[dict[str, Any]],
+    pane: PaneView | None,
+    *,
+    now: float,
+    transcript: TranscriptView | None = None,
+    local: tzinfo = UTC,
 ) -> AgentState | None:
-    """The agent's state from its hook ``events`` (oldest first) and its ``pane`` (None:
-    no pane, so no state)."""
+    """The agent's state from its hook ``events`` (oldest first), its ``pane`` (None: no
+    pane, so no state) and its ``transcript``; a reset said without a zone is in
+    ``local``."""
     if pane is None:
         return None
     if pane.dead:
         ended = _time(events[-1]) if events else pane.activity
         return AgentState(EXITED, since=ended or now, exit_status=pane.status)
+    limit = stopped_at_limit(harness, events, pane.screen, pane.activity, transcript, local)
     dialog = find_dialog(pane.screen, harness)
     if dialog is not None:
-        return _blocked_by(dialog, events, pane)
+        blocked = _blocked_by(dialog, events, pane)
+        return _with_limit(blocked, limit) if blocked.blocked_on == "limit" else blocked
+    resuming = limit is not None and says_it_resumes(pane.screen)
+    if limit is not None and (now < limit.over_at or resuming):
+        return _limited(limit, events, pane, resuming)
+    return _with_limit(_unblocked(harness, events, pane, now), limit)
+
+
+def _unblocked(
+    harness: str, events: Sequence[dict[str, Any]], pane: PaneView, now: float
+) -> AgentState:
+    """The state of a live agent with no dialog on its screen and no usage limit on."""
     boxed = has_input_box(harness)
     if not events:
         if harness == "claude" and not _hooks_silent(harness, pane, now):
@@ -221,10 +217,6 @@ def _corrected(
     last = events[-1]
     if state.state == EXITED:  # the pane runs: an agent restarted since it said it ended
         return AgentState(STARTING, since=pane.activity or state.since)
-    if state.state == BLOCKED and state.blocked_on == "limit":
-        if now - state.since > LIMIT_WAIT_SECONDS:
-            return AgentState(IDLE, since=state.since)  # the limit may have reset: try again
-        return state
     if state.state == BLOCKED and pane.screen.strip() and now - _time(last) > DRAWN_SECONDS:
         # The hook said a dialog, the screen long shows none: answered in the pane.
         return AgentState(IDLE, since=_time(last))
@@ -235,6 +227,35 @@ def _corrected(
         typed = input_text(pane.screen, harness) or ""
         return AgentState(IDLE, since=state.since, typed=typed)
     return state
+
+
+def _limited(
+    limit: UsageLimit, events: Sequence[dict[str, Any]], pane: PaneView, resuming: bool
+) -> AgentState:
+    """Blocked on a usage limit: since the turn stopped at it, its words as the prompt."""
+    last = last_turn_event(events)
+    return AgentState(
+        BLOCKED,
+        since=_time(last) if last is not None else pane.activity,
+        blocked_on="limit",
+        prompt=limit.text,
+        episode=f"limit@{limit.key}",
+        resets_at=limit.resets_at,
+        resets_zone=limit.zone,
+        self_resuming=resuming,
+    )
+
+
+def _with_limit(state: AgentState, limit: UsageLimit | None) -> AgentState:
+    """``state`` marked with the usage limit its last turn stopped at (an episode of it
+    told by its reset, whichever words it was read from)."""
+    if limit is None:
+        return state
+    marked = replace(state, resets_at=limit.resets_at, resets_zone=limit.zone)
+    if state.blocked_on != "limit":
+        return marked
+    prompt = state.prompt if limit.text in state.prompt else f"{limit.text}\n\n{state.prompt}"
+    return replace(marked, episode=f"limit@{limit.key}", prompt=prompt.strip())
 
 
 def _stuck(pane: PaneView, now: float, seconds: float) -> bool:
@@ -342,10 +363,6 @@ def _state_after(event: dict[str, Any]) -> tuple[str, str, str]:
         if kind in _IDLE_NOTICES:
             return IDLE, "", ""
         return WORKING, "", ""  # any other notice says nothing of the prompt
-    if name == "StopFailure":
-        error = f"{event.get('error', '')} {event.get('errorType', '')}".lower()
-        if any(word in error for word in _LIMIT_WORDS):
-            return BLOCKED, "limit", str(event.get("error", "")).strip()
     return _AFTER_EVENT.get(name, WORKING), "", ""
 
 
@@ -359,25 +376,17 @@ def _time(event: dict[str, Any]) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-#: How much of a delivery's start must open a submitted prompt for it to be that delivery.
-#: The start of a delivery names its author and links its comment (or names its review
-#: or check), so this much tells two deliveries apart; the hook keeps more of a prompt.
-RECEIPT_KEY_CHARS = 560
-
-
-def took_as_turn(events: Sequence[dict[str, Any]], text: str, since: float) -> bool:
-    """Whether a prompt the agent submitted at or after ``since`` (its
-    ``UserPromptSubmit`` hook) holds the start of ``text``, blanks aside."""
-    key = _blanks(text)[:RECEIPT_KEY_CHARS]
-    if not key:
-        return False
-    return any(
-        event.get("event") == "UserPromptSubmit"
-        and _time(event) >= since - 1.0
-        and key in _blanks(str(event.get("prompt", "")))
-        for event in events
-    )
-
-
-def _blanks(text: str) -> str:
-    return " ".join(text.split())
+__all__ = [
+    "BLOCKED",
+    "EXITED",
+    "IDLE",
+    "RECEIPT_KEY_CHARS",
+    "STARTING",
+    "STATES",
+    "WORKING",
+    "AgentState",
+    "PaneView",
+    "derive",
+    "read_hook_log",
+    "took_as_turn",
+]
