@@ -5,16 +5,20 @@ time after the agent said it; a 429 without a reset time is no usage limit."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.helpers.world import World
+from the_loop.agent.hooks import hook_settings
 from the_loop.agent.limits import ROUNDING_SECONDS, read_limit
 from the_loop.agent.screens import find_dialog, pattern_named
 from the_loop.agent.state import AgentState, PaneView, derive
 from the_loop.agent.transcript import TranscriptView, read_transcript, transcript_path
+from the_loop.dispatch.settings import DispatchSettings
 
 VERSION = (Path(__file__).parent / "agent-version.txt").read_text(encoding="utf-8").strip()
 SCREENS = Path(__file__).parent / "screens" / f"claude-{VERSION}"
@@ -282,3 +286,18 @@ def test_a_limit_line_left_on_the_screen_by_an_earlier_turn_blocks_nothing() -> 
     assert derive("command", [], pane, now=CAPTURED + 9010) == AgentState(
         "idle", since=CAPTURED + 9001
     ), "another harness never reads Claude Code's words"
+
+
+def test_the_agents_own_continue_is_turned_off_only_where_the_loop_continues_it(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "agents" / "item.jsonl"
+    resumed = json.loads(hook_settings("/usr/bin/python3", log, continue_at_limit=False))
+    assert resumed["autoContinueAtUsageLimit"] is False and "Stop" in resumed["hooks"]
+    left = json.loads(hook_settings("/usr/bin/python3", log))
+    assert "autoContinueAtUsageLimit" not in left, "the operator's own settings decide"
+    world = World(tmp_path / "world", source="test")
+    world.configure({"routing": {"resumeAfterLimit": True}})
+    assert DispatchSettings.from_config(world.context.config).resume_after_limit
+    world.configure({})
+    assert not DispatchSettings.from_config(world.context.config).resume_after_limit

@@ -258,6 +258,15 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "what an agent on this machine is doing: read from its end to tell idle from blocked",
     ),
     GeneratedPath(
+        "agent progress",
+        "local/agents/<slug>.progress.json",
+        False,
+        "when a sign of the agent's progress last changed, and the signs then: the hook "
+        "log's and the transcript's sizes, a digest of its screen without its busy line",
+        "a working agent with no progress for routing.stallMinutes is said stalled, across "
+        "the daemon's restarts",
+    ),
+    GeneratedPath(
         "ETag cache",
         "local/poll-etags.json",
         False,

@@ -77,6 +77,8 @@ def poll_settings(config: Config) -> PollSettings:
         require_write_access=config.get_bool("routing.requireWriteAccess"),
         max_failing_pushes=max(int(config.get_float("polling.ci.maxFailingPushes")), 1),
         trust_checkouts=config.get_bool("routing.harnesses.claude.trustCheckouts"),
+        resume_after_limit=config.get_bool("routing.resumeAfterLimit"),
+        stall_minutes=max(config.get_float("routing.stallMinutes"), 0.0),
     )
     return PollSettings(tuple(config.get_str_list("polling.repositories")), intake)
 

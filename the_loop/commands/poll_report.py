@@ -142,6 +142,8 @@ def _what(action: Item) -> str:
         return f"review {key.removeprefix('review-')}"
     if key.startswith("ci-"):
         return f"the failure of check {action.get('verb') or key}"
+    if key.startswith("limit-"):
+        return "the continue after a usage limit"
     return f"comment {key}"
 
 

@@ -49,6 +49,8 @@ DEFAULTS: Mapping[str, Default] = MappingProxyType(
         "routing.prompt": "",
         "routing.model": "",
         "routing.effort": "",
+        "routing.resumeAfterLimit": False,
+        "routing.stallMinutes": 15.0,
         "routing.sessionPerPr": "",
         "routing.spawnOnUnmatched": "never",
         "routing.spawnWorkdir": ".",

@@ -322,14 +322,16 @@ class Dispatcher:
         """The hooks' ``--settings`` for an agent of ``harness`` (``""``: it takes none);
         the hook log's directory is made here, so the first hook finds it. A ``fresh``
         spawn (a new session, not a restart) starts a new log: what an earlier session
-        of the item did says nothing of this one."""
+        of the item did says nothing of this one. With ``routing.resumeAfterLimit`` the
+        agent's own continue at a usage limit is turned off: the-loop continues it."""
         if not harness.takes_hooks:
             return ""
         log = self.hook_log(ref)
         log.parent.mkdir(parents=True, exist_ok=True)
         if fresh:
             log.unlink(missing_ok=True)
-        return hook_settings(sys.executable, log)
+        own_continue = False if self.settings.resume_after_limit else None
+        return hook_settings(sys.executable, log, continue_at_limit=own_continue)
 
     def refuse_unready(self, name: str, harness: Harness) -> None:
         """Refuse to start a Claude Code agent that would sit at a first-run dialog nobody

@@ -117,6 +117,8 @@ class DispatchSettings:
     start_wait_seconds: float = default_float("routing.tmux.startWaitSeconds")
     keep_checkout_on_close: bool = default_bool("routing.workspace.keepCheckoutOnClose")
     remove_dirty_checkouts: bool = default_bool(REMOVE_DIRTY_KEY)
+    #: The-loop continues an agent after its usage limit: the agent's own continue is off.
+    resume_after_limit: bool = default_bool("routing.resumeAfterLimit")
     defaults: FrozenChoices = field(default_factory=FrozenChoices)
 
     @classmethod
@@ -132,6 +134,7 @@ class DispatchSettings:
             start_wait_seconds=config.get_float("routing.tmux.startWaitSeconds"),
             keep_checkout_on_close=config.get_bool("routing.workspace.keepCheckoutOnClose"),
             remove_dirty_checkouts=config.get_bool(REMOVE_DIRTY_KEY),
+            resume_after_limit=config.get_bool("routing.resumeAfterLimit"),
             defaults=FrozenChoices(
                 session_per_pr=config.get_str("routing.sessionPerPr"),
                 model=config.get_str("routing.model"),

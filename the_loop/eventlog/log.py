@@ -34,7 +34,7 @@ EVENT_TYPES: dict[str, str] = {
     "error, step).",
     "session.blocked": (
         "A live session's agent waits on a dialog; one marked notice said so on "
-        "the ticket (work_item, blocked_on, prompt, comment_id)."
+        "the ticket (work_item, blocked_on, prompt, comment_id; resets_at at a usage limit)."
     ),
     "session.unblocked": (
         "A blocked agent's dialog ended; its notice was edited to say how "
@@ -55,6 +55,27 @@ EVENT_TYPES: dict[str, str] = {
     "session.exited_again": (
         "An agent exited again within two minutes of its restart: not restarted "
         "again, one notice on the ticket (work_item)."
+    ),
+    "session.limit_answered": (
+        "The-loop chose the wait of Claude Code's usage-limit dialog, as "
+        "routing.resumeAfterLimit says: it continues the agent itself (work_item, dialog)."
+    ),
+    "session.limit_continue_queued": (
+        "The usage limit an agent stopped at has reset: its one continue was queued ahead of "
+        "the comments that waited, as routing.resumeAfterLimit says (work_item, key, "
+        "resets_at)."
+    ),
+    "session.limit_continued": (
+        "The continue after a usage limit reached the agent's pane (work_item, key, attempt; "
+        "resolved when a crashed attempt's paste was found by its mark)."
+    ),
+    "session.stalled": (
+        "A working agent showed no sign of progress for routing.stallMinutes: one marked "
+        "notice said so on the ticket (work_item, since, minutes, comment_id)."
+    ),
+    "session.stall_cleared": (
+        "A stalled agent went on (or its turn ended, or it exited); its notice was edited "
+        "to say so (work_item, how)."
     ),
     "session.paused": "A live session was paused: deliveries are held (work_item).",
     "session.resumed": "A paused session was resumed (work_item).",

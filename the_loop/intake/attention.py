@@ -5,23 +5,25 @@ When it waits on a dialog — a permission prompt, a question, its trust, API-ke
 bypass dialogs, a notice, a usage limit — one marked comment says what it waits for
 (the dialog's text quoted as untrusted data) and how to answer; the episode is kept in
 the item's ledger (``blocked``: on what, since when, the notice's id), so a second round,
-a second reader or a restarted poller never says it twice. When the block ends, the
-notice is edited to say how: answered here (``allow``/``deny``), in the pane, or the
-agent exited. With ``trustCheckouts`` the folder-trust dialog is answered, not said.
+a second reader or a restarted poller never says it twice (:mod:`once`). When the block
+ends, the notice is edited to say how: answered here (``allow``/``deny``), in the pane,
+the limit reset, or the agent exited. With ``trustCheckouts`` the folder-trust dialog is
+answered, not said; with ``resumeAfterLimit`` the usage limit's dialog is answered with
+its wait, and said (:mod:`usage_limit`).
 """
 
 from __future__ import annotations
 
-import secrets
 from typing import TYPE_CHECKING, Any
 
 from the_loop.agent.state import BLOCKED, EXITED, AgentState
 from the_loop.errors import TheLoopError
 from the_loop.intake.delivery import visible_text
 from the_loop.intake.events import AGENT_COMMENT_MARKER
+from the_loop.intake.once import edit_notice, keep, kept, new_nonce, say_once
 from the_loop.intake.ports import LiveSession
+from the_loop.intake.usage_limit import answer_limit_dialog, limit_words
 from the_loop.portable.poll import Ledger
-from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
     from the_loop.intake.context import IntakeView
@@ -60,6 +62,7 @@ def attend(session: LiveSession, intake: IntakeView) -> AgentState | None:
     if state.state == BLOCKED:
         if _answer_trust(session, state, intake):
             return state
+        answer_limit_dialog(session, state, intake)
         if episode is not None and shows_episode(episode, state):
             if not _answer_lost(intake, episode):
                 if not episode.get("comment"):  # a crash or a refusal cut its notice short
@@ -72,11 +75,16 @@ def attend(session: LiveSession, intake: IntakeView) -> AgentState | None:
             _end(session, intake, episode, "the agent went on to another dialog")
         _begin(session, intake, state)
     elif episode is not None:
-        exited = state.state == EXITED
-        how = str(episode.get("answered") or "")
-        how = how or ("the agent exited" if exited else "it was answered in the pane")
-        _end(session, intake, episode, how)
+        _end(session, intake, episode, _how_it_ended(episode, state))
     return state
+
+
+def _how_it_ended(episode: dict[str, Any], state: AgentState) -> str:
+    if episode.get("answered"):
+        return str(episode["answered"])
+    if state.state == EXITED:
+        return "the agent exited"
+    return "the limit reset" if episode.get("on") == "limit" else "it was answered in the pane"
 
 
 def answered(intake: IntakeView, session: LiveSession, how: str) -> None:
@@ -97,8 +105,7 @@ def open_episode(intake: IntakeView, session: LiveSession) -> dict[str, Any] | N
 
 
 def _episode(intake: IntakeView, session: LiveSession) -> dict[str, Any] | None:
-    value = intake.ports.ledger.value(session.ref, BLOCKED_KEY)
-    return dict(value) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+    return kept(intake, session.ref, BLOCKED_KEY)
 
 
 def _answer_lost(intake: IntakeView, episode: dict[str, Any]) -> bool:
@@ -135,23 +142,19 @@ def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
     ports, ref = intake.ports, session.ref
     prefix = intake.settings.policy.grammar.prefix
     how = _HOW_TO.get(state.blocked_on, _HOW_TO_OTHER).format(prefix=prefix)
-    shown, _ = visible_text(state.prompt)
-    body = "\n".join(
-        [
-            AGENT_COMMENT_MARKER,
-            f"the-loop: the agent is blocked on a {_NAMES.get(state.blocked_on, 'dialog')} "
-            "and waits for a person. What it shows (the agent's words, untrusted):",
-            "",
-            *fenced(shown[:1500]),
-            "",
-            how,
-        ]
+    headline = (
+        f"the-loop: the agent is blocked on a {_NAMES.get(state.blocked_on, 'dialog')} "
+        "and waits for a person. What it shows (the agent's words, untrusted):"
     )
+    if state.blocked_on == "limit":
+        headline, how = limit_words(state, intake)
+    shown, _ = visible_text(state.prompt)
+    body = "\n".join([AGENT_COMMENT_MARKER, headline, "", *fenced(shown[:1500]), "", how])
     record: dict[str, Any] = {"on": state.blocked_on, "since": state.since, "at": ports.clock()}
     record["key"] = state.episode
-    record |= {"comment": 0, "dialog": state.dialog, "nonce": secrets.token_hex(8)}
+    record |= {"comment": 0, "dialog": state.dialog, "nonce": new_nonce()}
     record["body"] = body
-    _write(intake, ref, record)  # before the POST: a crash after it finds it by its nonce
+    keep(intake, ref, BLOCKED_KEY, record)  # before the POST: a crash after it finds it
     comment = _say(session, intake, record)
     ports.emit(
         "session.blocked",
@@ -160,6 +163,7 @@ def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
         blocked_on=state.blocked_on,
         prompt=state.prompt[:500],
         comment_id=comment,
+        **({"resets_at": state.limit.iso()} if state.limit is not None else {}),
     )
 
 
@@ -175,64 +179,17 @@ def fenced(text: str) -> list[str]:
 
 
 def _say(session: LiveSession, intake: IntakeView, episode: dict[str, Any]) -> int | None:
-    """Post the episode's notice once: a notice a crash left unrecorded is looked for by
-    its nonce first, never posted twice. Its id is kept (0 while not yet said)."""
-    ports, ref = intake.ports, session.ref
-    nonce = str(episode.get("nonce", ""))
-    tag = f"<!-- the-loop:blocked nonce={nonce} -->"
-    found = None
-    if episode.get("posting"):
-        try:
-            found = next((c.id for c in ports.github.thread(ref) if tag in c.body), None)
-        except TheLoopError as error:
-            ports.warn(f"{ref.ref}: could not look for the blocked notice: {error}")
-            return None
-    if found is None:
-        _write(intake, ref, {**episode, "posting": True})
-        posted, comment = _post(intake, session, f"{episode.get('body', '')}\n{tag}")
-        if not posted:
-            return None  # said next round
-        found = comment if comment is not None else -1  # -1: said, its id unknown
-    _write(intake, ref, {**episode, "comment": found, "posting": False, "body": ""})
-    return found if found > 0 else None
-
-
-def _write(intake: IntakeView, ref: WorkItemRef, record: dict[str, Any]) -> None:
-    def change(ledger: Ledger) -> None:
-        ledger[BLOCKED_KEY] = record
-
-    intake.ports.ledger.change(ref, change)
+    """Post the episode's notice once (see :func:`~the_loop.intake.once.say_once`)."""
+    return say_once(session, intake, BLOCKED_KEY, episode, "blocked notice")
 
 
 def _end(session: LiveSession, intake: IntakeView, episode: dict[str, Any], how: str) -> None:
     ports, ref = intake.ports, session.ref
-
-    def change(ledger: Ledger) -> None:
-        ledger.pop(BLOCKED_KEY, None)
-
-    ports.ledger.change(ref, change)
-    comment = episode.get("comment")
-    if isinstance(comment, int) and comment > 0 and ports.edit_comment is not None:
-        on = _NAMES.get(str(episode.get("on")), "dialog")
-        body = f"{AGENT_COMMENT_MARKER}\nthe-loop: the agent was blocked on a {on}; {how}."
-        try:
-            ports.edit_comment(ref, comment, body)
-        except TheLoopError as error:
-            ports.warn(f"{ref.ref}: could not edit the blocked notice {comment}: {error}")
+    keep(intake, ref, BLOCKED_KEY, None)
+    on = _NAMES.get(str(episode.get("on")), "dialog")
+    body = f"{AGENT_COMMENT_MARKER}\nthe-loop: the agent was blocked on a {on}; {how}."
+    edit_notice(intake, ref, episode, body)
     ports.emit("session.unblocked", work_item=ref.ref, blocked_on=episode.get("on"), how=how)
-
-
-def _post(intake: IntakeView, session: LiveSession, body: str) -> tuple[bool, int | None]:
-    """Post ``body``: whether GitHub took it, and the new comment's id when it said."""
-    ports = intake.ports
-    try:
-        posted = ports.github.post_comment(session.ref, body)
-    except TheLoopError as error:
-        ports.warn(f"{session.ref.ref}: could not say the agent is blocked: {error}")
-        return False, None
-    if posted is not None:
-        ports.posted.remember_posted(posted)
-    return True, posted
 
 
 _NAMES = {

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 Row = dict[str, Any]
 #: The key of a paste that is not one comment: a kind, a dash, then safe characters.
-_OTHER_KEY = re.compile(r"(?:review|ci)-[A-Za-z0-9._-]{1,120}")
+_OTHER_KEY = re.compile(r"(?:review|ci|limit)-[A-Za-z0-9._-]{1,120}")
 _DONE = (DeliveryState.DELIVERED, DeliveryState.GIVEN_UP)
 #: How long an agent sits idle after a paste without taking it before the paste counts
 #: as dropped (and is pasted again): Claude Code submits a queued paste at once.
@@ -66,7 +66,7 @@ def ledger_of(rows: list[Row]) -> DeliveryLedger:
 
 def delivery_key(text: str) -> DeliveryKey:
     """A row's id as the ledger keys it: a comment's number, or another paste's key
-    (``review-<id>``, ``ci-…``); ``ValueError`` for anything else."""
+    (``review-<id>``, ``ci-…``, ``limit-…``); ``ValueError`` for anything else."""
     if text.isdigit():
         return int(text)
     if _OTHER_KEY.fullmatch(text) is None:
@@ -306,13 +306,15 @@ class _Pane:
         return done
 
     def _emit_delivered(self, key: DeliveryKey, attempt: int, **found: str) -> None:
-        """The event of a paste that reached the pane: a comment's, a review's, a check's
-        (``resolved="marked"``: a crashed attempt's, found by its mark in the pane)."""
+        """The event of a paste that reached the pane: a comment's, a review's, a check's,
+        a continue's (``resolved="marked"``: a crashed attempt's, found by its mark)."""
         emit, ref = self.ports.emit, self.ref.ref
         if isinstance(key, int):
             emit("poll.comment_delivered", work_item=ref, comment_id=key, attempt=attempt, **found)
         elif key.startswith("review-"):
             emit("poll.review_delivered", work_item=ref, key=key, attempt=attempt, **found)
+        elif key.startswith("limit-"):
+            emit("session.limit_continued", work_item=ref, key=key, attempt=attempt, **found)
         else:
             emit("poll.ci_failure_delivered", work_item=ref, key=key, attempt=attempt, **found)
 

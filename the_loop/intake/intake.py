@@ -50,6 +50,8 @@ from the_loop.intake.refusals import log_refusal, refused, refused_at_first_sigh
 from the_loop.intake.review_round import take_reviews
 from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.intake.revival import forget_restarts, revive
+from the_loop.intake.stall import watch_stall
+from the_loop.intake.usage_limit import continue_after_limit
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
 from the_loop.portable.control import CLEANUP, RESUME, START, STOP, ControlRecord
 from the_loop.portable.poll import DELIVERIES, Ledger
@@ -81,6 +83,8 @@ class Intake:
                 break
             if session.state is SessionState.ACTIVE:
                 state = attend(session, self)
+                watch_stall(session, self, state)
+                continue_after_limit(session, self, state)
                 if not revive(session, self, state):
                     waiting.append(session)
         drain(waiting, self)
@@ -371,6 +375,8 @@ class Round:
                 continue  # another machine holds the item: nothing reaches a pane here
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
                 state = attend(session, intake)  # a block said once on the ticket, or its end
+                watch_stall(session, intake, state)
+                continue_after_limit(session, intake, state)
                 if revive(session, intake, state, partial(self._facts, session.ref)):
                     continue  # its comments go in once the restarted agent takes a paste
                 waiting.append(session)

@@ -21,7 +21,8 @@ from enum import StrEnum
 HOUR_SECONDS = 3600.0
 
 #: What an entry delivers: a comment, by its GitHub id, or another paste by a key of its
-#: own (``review-<id>``: a pull request's review; ``ci-…``: a check that failed).
+#: own (``review-<id>``: a pull request's review; ``ci-…``: a check that failed;
+#: ``limit-…``: the continue after a usage limit).
 DeliveryKey = int | str
 
 

@@ -1,8 +1,10 @@
-"""Pastes that are not one comment: a pull request's review, a check that failed.
+"""Pastes that are not one comment: a pull request's review, a check that failed, the
+continue after a usage limit.
 
-Each has a key of its own (``review-<id>``, ``ci-…``: a
+Each has a key of its own (``review-<id>``, ``ci-…``, ``limit-…``: a
 :data:`~the_loop.intake.ledger.DeliveryKey`) and goes into the delivery rows of the
-work item whose session owns it, after the comments already waiting there, through
+work item whose session owns it, after the comments already waiting there (a continue:
+before them), through
 the same ``pending`` → paste and mark → ``delivered`` steps (:mod:`drain`). A key is
 queued at most once: a row of it, or its place among the ``seenPastes`` of the owner's
 ledger (what was settled without a paste, such as what first sight found), says it
@@ -20,6 +22,8 @@ from the_loop.ref import WorkItemRef
 
 #: The owner ledger's list of paste keys settled without a paste.
 SEEN_PASTES = "seenPastes"
+#: The states of a row no attempt has begun for.
+_WAITING = ("waiting", "held")
 
 
 def known_pastes(ports: IntakePorts, owner: WorkItemRef) -> frozenset[str]:
@@ -38,10 +42,12 @@ def queue_paste(
     by: str,
     held: bool,
     extra: Mapping[str, Any] | None = None,
+    first: bool = False,
 ) -> bool:
     """Add ``key``'s row (``held`` while the session is paused, else ``waiting``; with
     ``extra``'s members, such as the inline comments a review holds) to the owner's
-    deliveries; False, and nothing written, when the key is already known."""
+    deliveries, after them all (``first``: before the first that waits); False, and
+    nothing written, when the key is already known."""
     queued: list[bool] = []
     row: dict[str, Any] = {
         **(extra or {}),
@@ -58,7 +64,11 @@ def queue_paste(
         ids = {str(cast(dict[str, Any], r).get("id")) for r in present if isinstance(r, dict)}
         if key in ids or key in _settled(ledger):
             return
-        ledger[DELIVERIES] = [*present, row]
+        place = len(present)
+        if first:
+            waits = (i for i, r in enumerate(present) if _waits(r))
+            place = next(waits, place)
+        ledger[DELIVERIES] = [*present[:place], row, *present[place:]]
         queued.append(True)
 
     ports.ledger.change(owner, change)
@@ -76,6 +86,11 @@ def settle_pastes(ports: IntakePorts, owner: WorkItemRef, keys: list[str]) -> No
         ledger[SEEN_PASTES] = present + [k for k in keys if k not in present]
 
     ports.ledger.change(owner, change)
+
+
+def _waits(row: Any) -> bool:
+    """Whether a stored row waits for its first paste (not one in flight, nor done)."""
+    return isinstance(row, dict) and cast(dict[str, Any], row).get("state") in _WAITING
 
 
 def _settled(ledger: Ledger) -> list[str]:

@@ -44,6 +44,12 @@ class IntakeSettings:
     #: ``routing.harnesses.claude.trustCheckouts``: answer Claude Code's folder-trust
     #: dialog in the checkouts the-loop made (and no other dialog).
     trust_checkouts: bool = False
+    #: ``routing.resumeAfterLimit``: continue an agent once after the usage limit it
+    #: stopped at resets (its dialog answered with its wait).
+    resume_after_limit: bool = False
+    #: ``routing.stallMinutes``: a working agent with no sign of progress for this long is
+    #: said stalled on its ticket, once (0: never).
+    stall_minutes: float = 15.0
 
 
 class GitHubPort(Protocol):

@@ -98,7 +98,14 @@ class ListedRow(NamedTuple):
 
 def _agent_document(state: str) -> dict[str, Any]:
     """``agent`` in JSON for a row whose agent was not asked: tmux's word alone."""
-    return {"state": state, "since": None, "blockedOn": None, "prompt": None, "exitStatus": None}
+    return {
+        "state": state,
+        "since": None,
+        "blockedOn": None,
+        "prompt": None,
+        "exitStatus": None,
+        "resetsAt": None,
+    }
 
 
 def with_agent_states(
