@@ -628,3 +628,23 @@ def test_the_daemons_sleep_is_cut_into_tending_pieces() -> None:
     wait = tending(sleep, lambda: tended.append(now[0]), lambda: False, clock=lambda: now[0])
     wait(40.0)
     assert slept == [15.0, 15.0, 10.0] and tended == [15.0, 30.0]
+
+
+def test_with_a_quick_watch_the_sleep_is_cut_into_budget_pieces_and_tends_every_15_s() -> None:
+    now = [0.0]
+    tended: list[float] = []
+    watched: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    wait = tending(
+        sleep,
+        lambda: tended.append(now[0]),
+        lambda: False,
+        clock=lambda: now[0],
+        quick=lambda: watched.append(now[0]),
+    )
+    wait(31.0)
+    assert tended == [16.0]
+    assert watched == [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, *(18.0 + 2 * i for i in range(7))]

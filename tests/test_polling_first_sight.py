@@ -11,12 +11,12 @@ from tests.helpers.polling import BASE, comment
 from the_loop.intake.comments import CommentPolicy
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.first_sight import OwedCommand, first_sight
-from the_loop.intake.keywords import ANSWERS, VERBS
+from the_loop.intake.keywords import LEDGER_VERBS, VERBS
 from the_loop.intake.people import AuthorizedUsers
 
 POLICY = CommentPolicy(AuthorizedUsers.of(["alice"]))
 #: The verbs of a session's life (an answer to a prompt is never owed).
-LIFE_VERBS = [verb for verb in VERBS if verb not in ANSWERS]
+LIFE_VERBS = [verb for verb in VERBS if verb not in LEDGER_VERBS]
 
 
 def test_a_thread_without_commands_is_baselined_whole_in_thread_order() -> None:
@@ -117,7 +117,8 @@ def test_an_allow_or_deny_in_history_is_never_owed_and_never_hides_the_start_bef
         comment(1, body="the-loop start", minute=1),
         comment(2, body="the-loop allow", minute=2),
         comment(3, body="the-loop deny", minute=3),
+        comment(4, body="the-loop budget +5", minute=4),
     ]
     sight = first_sight(thread, POLICY, control_requested_at=None)
     assert sight.commands == (OwedCommand(thread[0], "start"),)
-    assert sight.baseline_ids == (2, 3)
+    assert sight.baseline_ids == (2, 3, 4), "a raise in history acted on a ledger that travels"

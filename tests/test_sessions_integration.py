@@ -319,8 +319,8 @@ def test_list_filters_by_status_and_shows_the_last_control_command(loop: Loop):
     assert code == 0
     header, first, second = out.splitlines()
     assert header.split() == " ".join(LIST_HEADERS).split()
-    assert first.split()[:6] == [ITEM, "command", "s-1", "-", "active", "-"]
-    assert second.split()[:6] == [other, "claude", "s-2", "-", "paused", "pause"]
+    assert first.split()[:7] == [ITEM, "command", "s-1", "-", "active", "-", "-"]
+    assert second.split()[:7] == [other, "claude", "s-2", "-", "paused", "-", "pause"]
 
 
 def test_list_says_whether_each_agent_runs_has_exited_or_is_gone_and_where_its_checkout_is(
@@ -421,12 +421,13 @@ def test_the_whole_life_of_a_session_from_start_to_cleanup(loop: Loop):
     assert loop.tmux().liveness(TARGET) == "live"
     assert wait_until(lambda: _shows(loop, f"agent {session_id} ready"))
     code, out, _ = loop.output("sessions", "list")
-    assert out.splitlines()[1].split()[:6] == [
+    assert out.splitlines()[1].split()[:7] == [
         ITEM,
         "command",
         session_id,
         TARGET,
         "active",
+        "-",  # SPENT: nothing metered yet
         "start",
     ]
 

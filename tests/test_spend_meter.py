@@ -402,3 +402,11 @@ def test_spend_is_exactly_its_published_object_and_adds_up() -> None:
 )
 def test_a_damaged_spend_reads_as_zero_where_it_is_damaged(damaged: object) -> None:
     assert Spend.from_dict(damaged) == Spend()
+
+
+def test_an_agent_with_its_own_config_dir_keeps_its_transcripts_there(tmp_path: Path) -> None:
+    config = tmp_path / "elsewhere"
+    files = transcript_files(tmp_path / "home", "/work/app", "s-1", config_dir=config)
+    assert files == [config / "projects" / "-work-app" / "s-1.jsonl"]
+    default = transcript_files(tmp_path / "home", "/work/app", "s-1")
+    assert default == [tmp_path / "home" / ".claude" / "projects" / "-work-app" / "s-1.jsonl"]

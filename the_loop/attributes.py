@@ -112,7 +112,13 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute(
         OPERATOR_FILE, "control", OPERATOR_LEDGER, "the last command an authorized person gave"
     ),
-    Attribute(OPERATOR_FILE, "poll", OPERATOR_LEDGER, "the work item's poll ledger: comments seen"),
+    Attribute(
+        OPERATOR_FILE,
+        "poll",
+        OPERATOR_LEDGER,
+        "the work item's poll ledger: comments seen, what its agents spent (spend) and its "
+        "budget (budget)",
+    ),
     Attribute(
         OPERATOR_FILE,
         "pullRequests",

@@ -267,6 +267,15 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         "the daemon's restarts",
     ),
     GeneratedPath(
+        "spend meter place",
+        "local/agents/<slug>.meter.json",
+        False,
+        "how far the item's agent's transcripts and hook log were metered (offsets, the "
+        "latest messages counted, the running totals) and what its last session.spend said",
+        "each metering reads only what was appended since; the figures go to the item's "
+        "poll ledger, which travels",
+    ),
+    GeneratedPath(
         "ETag cache",
         "local/poll-etags.json",
         False,

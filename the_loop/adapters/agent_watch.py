@@ -135,6 +135,13 @@ class AgentWatch:
         """Press Enter in the live pane of ``target`` (never a dead one)."""
         self.tmux.send_keys(target, ("Enter",))
 
+    def interrupt(self, session: LiveSession) -> None:
+        """Interrupt the running turn of ``session``'s agent with the key its harness
+        takes for that (Claude Code: Escape): the turn ends, the agent and its
+        conversation stay. A harness without such a key is left running."""
+        if session.harness in HOOKED_HARNESSES:
+            self.tmux.send_keys(session.tmux_target, ("Escape",))
+
     def answer(self, target: str, dialog: str, option: str) -> None:
         """Choose ``option`` (``yes``, ``no``) of the dialog whose pattern is ``dialog``, as
         its pattern says: keys sent at once, or moves until the option is highlighted and

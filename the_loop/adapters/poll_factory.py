@@ -4,6 +4,7 @@ the intake's (one :class:`~the_loop.intake.ports.IntakePorts`) and the reader's 
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import time
@@ -23,6 +24,7 @@ from the_loop.adapters.heads_file import FileHeads
 from the_loop.adapters.linking import LINKED, link_pull_request
 from the_loop.adapters.permissions import RepositoryPermissions
 from the_loop.adapters.reactions import Reactions
+from the_loop.adapters.spend_meter import SpendMeter
 from the_loop.adapters.stores import Stores
 from the_loop.adapters.watch_file import FileWatchCache
 from the_loop.config.file import Config
@@ -32,6 +34,7 @@ from the_loop.github.backoff import PostSpacer
 from the_loop.github.client import GitHubClient
 from the_loop.github.etags import FileEtagCache, token_fingerprint
 from the_loop.github.poster import token_help
+from the_loop.intake.budget_rule import KINDS, Limits
 from the_loop.intake.claim_ports import ClaimPorts, Machine
 from the_loop.intake.comments import CommentPolicy, DeliverFrom
 from the_loop.intake.events import IssueComment, comments_from_json
@@ -79,8 +82,16 @@ def poll_settings(config: Config) -> PollSettings:
         trust_checkouts=config.get_bool("routing.harnesses.claude.trustCheckouts"),
         resume_after_limit=config.get_bool("routing.resumeAfterLimit"),
         stall_minutes=max(config.get_float("routing.stallMinutes"), 0.0),
+        budget=budget_limits(config),
+        budget_warn_at=config.get_float("routing.budget.warnAt"),
     )
     return PollSettings(tuple(config.get_str_list("polling.repositories")), intake)
+
+
+def budget_limits(config: Config) -> Limits:
+    """``routing.budget``: each limit every work item has by default (0: none)."""
+    values = {kind: config.get_float(f"routing.budget.{kind}") for kind in KINDS}
+    return Limits(**{kind: value if value > 0 else None for kind, value in values.items()})
 
 
 def interval_seconds(config: Config) -> float:
@@ -125,9 +136,10 @@ def intake_ports(
     any reader hands in its own GitHub, posted ids, armed refs, permission check and
     acknowledgement."""
     watch = AgentWatch.over(actions.dispatcher.tmux, stores.registry, clock)
+    ledger = PollState(stores.store, registry=stores.registry)
     return IntakePorts(
         github=github,
-        ledger=PollState(stores.store, registry=stores.registry),
+        ledger=ledger,
         posted=posted,
         sessions=lambda: live_sessions(stores),
         session_of=partial(live_session, stores),
@@ -151,6 +163,15 @@ def intake_ports(
         answer=watch.answer,
         receipt=watch.receipt,
         submit=watch.submit,
+        interrupt=watch.interrupt,
+        meter=SpendMeter(
+            stores.registry,
+            ledger,
+            dict(os.environ),
+            clock=clock,
+            warn=warn,
+            emit=stores.events.emit,
+        ).item_spend,
         restart=actions.restart,
         hold=partial(_hold, stores.layout.local_locks_dir / HOLDS_DIR),
     )

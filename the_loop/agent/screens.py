@@ -192,6 +192,29 @@ _PASTED_PLACEHOLDER = re.compile(r"\[Pasted text #\d+(?: \+\d+ lines)?\]")
 _HOLDS_CHARS = 200
 
 
+@cache
+def _interrupted_words() -> dict[str, tuple[str, ...]]:
+    raw = json.loads(PATTERNS_FILE.read_text(encoding="utf-8"))
+    boxes: dict[str, Any] = raw.get("inputBox") or {}
+    return {str(k): tuple(str(w) for w in v.get("interrupted") or ()) for k, v in boxes.items()}
+
+
+def interrupted_at_prompt(screen: str, harness: str) -> bool:
+    """Whether ``screen`` shows ``harness``'s input box right under the line that says its
+    last turn was interrupted (Escape): a turn that ended so runs no ``Stop`` hook."""
+    words = _interrupted_words().get(harness, ())
+    box = _input_boxes().get(harness)
+    if not words or box is None or input_text(screen, harness) is None:
+        return False
+    pointer, rule = box
+    lines = [line.strip() for line in screen.splitlines() if line.strip()]
+    prompts = [i for i, line in enumerate(lines) if line.startswith(pointer)]
+    top = prompts[-1] - 1 if prompts else -1
+    if top < 1 or not _is_rule(lines[top], rule):
+        return False
+    return any(word in lines[top - 1] for word in words)
+
+
 def box_holds(typed: str, text: str) -> bool:
     """Whether ``typed`` (what the input box shows) is ``text`` (a paste): its
     placeholder, or its opening, blanks and line wrapping aside. A person's own words in

@@ -39,6 +39,7 @@ from the_loop.agent.screens import (
     find_dialog,
     has_input_box,
     input_text,
+    interrupted_at_prompt,
 )
 from the_loop.agent.transcript import TranscriptView
 
@@ -226,6 +227,10 @@ def _corrected(
     if state.state == IDLE:
         typed = input_text(pane.screen, harness) or ""
         return AgentState(IDLE, since=state.since, typed=typed)
+    if state.state == WORKING and interrupted_at_prompt(pane.screen, harness):
+        # Escape ended the turn (a person's, or the-loop's at a budget): no Stop follows.
+        typed = input_text(pane.screen, harness) or ""
+        return AgentState(IDLE, since=pane.activity or state.since, typed=typed)
     return state
 
 

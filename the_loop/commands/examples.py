@@ -34,6 +34,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "the-loop sessions list",
         "the-loop sessions list --status active --format json",
     ),
+    "sessions spend": (
+        "the-loop sessions spend",
+        f"the-loop sessions spend --work-item {REF} --since 1d --format json",
+    ),
     "sessions attach": (
         f"the-loop sessions attach --work-item {REF}",
         f"the-loop sessions attach --work-item {REF} --read-only",

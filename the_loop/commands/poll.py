@@ -192,7 +192,7 @@ def _daemon(args: argparse.Namespace, stop: StopRequest, lock: DaemonLock) -> Re
     webhook receiver that counts, every ``polling.reconcileSeconds`` (:mod:`poll_reconcile`)."""
     from the_loop.adapters.poll_factory import interval_seconds
     from the_loop.commands.poll_reconcile import Reconciler
-    from the_loop.commands.poll_tend import tend_agents, tending
+    from the_loop.commands.poll_tend import keep_budgets, tend_agents, tending
 
     cycles, cut_short, reconciler = 0, False, Reconciler()
     context = load_context(args)
@@ -211,7 +211,8 @@ def _daemon(args: argparse.Namespace, stop: StopRequest, lock: DaemonLock) -> Re
             warn(f"poll: the cycle failed: {error}")
         cycles += 1
         held = partial(_wait_holding, lock, stop, context=context)
-        sleep = tending(held, partial(tend_agents, context, stop), stop)
+        tend, quick = partial(tend_agents, context, stop), partial(keep_budgets, context, stop)
+        sleep = tending(held, tend, stop, quick=quick)
         reconciler.wait(context, started=started, normal=wait, sleep=sleep, stop=stop)
     stop.emit_stopped(context, cycles=cycles, cut_short=cut_short)
     return Result(

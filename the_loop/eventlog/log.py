@@ -44,6 +44,23 @@ EVENT_TYPES: dict[str, str] = {
         "The-loop answered Claude Code's folder-trust dialog in a checkout, as "
         "routing.harnesses.claude.trustCheckouts says (work_item, dialog)."
     ),
+    "session.spend": (
+        "What one agent session has spent so far, at each new turn and at most once a minute "
+        "within one (work_item, session_id, spend: usd, turns, hours, tokens)."
+    ),
+    "budget.warned": (
+        "A work item's agents reached routing.budget.warnAt of a limit; one marked comment "
+        "warned the ticket (work_item, limit, spent, budget)."
+    ),
+    "budget.exceeded": (
+        "A work item's agents reached a limit of its budget: the turn was interrupted, "
+        "deliveries wait, one marked comment gave the figures (work_item, limit, spent, "
+        "budget, spend, limits)."
+    ),
+    "budget.raised": (
+        "An authorized login's budget comment raised one limit of a work item's budget "
+        "(work_item, actor, comment_id, limit, raised_by, budget)."
+    ),
     "session.answered": (
         "An authorized login's allow or deny chose that option of the agent's "
         "permission prompt (work_item, answer, actor, comment_id)."

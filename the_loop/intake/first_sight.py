@@ -19,7 +19,7 @@ from datetime import datetime
 
 from the_loop.intake.comments import CommentPolicy
 from the_loop.intake.events import Comment
-from the_loop.intake.keywords import ANSWERS
+from the_loop.intake.keywords import LEDGER_VERBS
 from the_loop.portable.control import PAUSE, RESUME
 
 #: The verbs that only hold or release a session; every other verb decides its life.
@@ -81,7 +81,8 @@ def _command_of(comment: Comment, policy: CommentPolicy, posted_ids: frozenset[i
     if not policy.authorized.permits(comment.login):
         return None  # a bot commands only when listed, like anyone else
     verb = policy.grammar.scan(comment.body).verb
-    return None if verb in ANSWERS else verb  # an answer is to a prompt long gone: history
+    # An answer is to a prompt long gone, a raise to a ledger that travels: history.
+    return None if verb in LEDGER_VERBS else verb
 
 
 def _stranger_command(

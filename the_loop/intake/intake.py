@@ -19,6 +19,7 @@ from typing import Any
 from the_loop.errors import TheLoopError
 from the_loop.intake.answers import answer_prompt
 from the_loop.intake.attention import attend
+from the_loop.intake.budget import BUDGET, keep_budget, raise_budget
 from the_loop.intake.ci import Details, HeadChecks
 from the_loop.intake.ci_round import take_checks
 from the_loop.intake.claiming import Claiming
@@ -84,10 +85,22 @@ class Intake:
             if session.state is SessionState.ACTIVE:
                 state = attend(session, self)
                 watch_stall(session, self, state)
+                if keep_budget(session, self, state):
+                    continue  # over its budget: its comments wait for a raise
                 continue_after_limit(session, self, state)
                 if not revive(session, self, state):
                     waiting.append(session)
         drain(waiting, self)
+
+    def keep_budgets(self, sessions: Sequence[LiveSession]) -> None:
+        """Between tendings, with nothing read from GitHub and no pane asked: each live
+        session whose item has a budget metered, and a limit reached acted on at once (its
+        turn interrupted, said once), so a fast agent spends little past its limit."""
+        for session in sessions:
+            if self.stopping():
+                break
+            if session.state is SessionState.ACTIVE:
+                keep_budget(session, self, None, limited_only=True)
 
     def round(self, repository: WorkItemRef) -> Round:
         """A round over ``repository`` (any ref of it), with its live sessions as they are
@@ -274,6 +287,10 @@ class Round:
         if verb in ANSWERS:
             self._answer(comment, verb)
             return
+        if verb == BUDGET:
+            text = self.intake.settings.policy.grammar.arguments(comment.body, BUDGET)
+            raise_budget(self.intake, comment, text)
+            return
         ports, counts = self.intake.ports, self.intake.counts
         ref = comment.work_item
         record = ControlRecord(ref.ref, verb, "comment", comment.login, _iso(comment.created_at))
@@ -376,6 +393,8 @@ class Round:
             if session.ref in self.watched and session.state is SessionState.ACTIVE:
                 state = attend(session, intake)  # a block said once on the ticket, or its end
                 watch_stall(session, intake, state)
+                if keep_budget(session, intake, state):
+                    continue  # over its budget: its comments wait for a raise
                 continue_after_limit(session, intake, state)
                 if revive(session, intake, state, partial(self._facts, session.ref)):
                     continue  # its comments go in once the restarted agent takes a paste

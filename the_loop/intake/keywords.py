@@ -14,9 +14,12 @@ import re
 from dataclasses import dataclass
 
 DEFAULT_PREFIX = "the-loop"
-VERBS = ("start", "pause", "resume", "stop", "cleanup", "allow", "deny")
+VERBS = ("start", "pause", "resume", "stop", "cleanup", "allow", "deny", "budget")
 #: The verbs that answer the agent's permission prompt: never a session's life.
 ANSWERS = ("allow", "deny")
+#: The verbs that act on the item's ledger, never on its session's life: at first sight
+#: they are history (the ledger they acted on travels with the item).
+LEDGER_VERBS = (*ANSWERS, "budget")
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)\Z")
@@ -71,6 +74,15 @@ class KeywordGrammar:
                 if verb not in verbs:
                     verbs.append(verb)
         return KeywordScan(tuple(verbs))
+
+    def arguments(self, body: str, verb: str) -> str:
+        """What follows ``verb`` on its first keyword line (``"+5"`` of ``budget +5``)."""
+        pattern = _keyword_line(self.prefix)
+        for line in commanding_lines(body):
+            match = pattern.match(line)
+            if match is not None and match.group(1).lower() == verb:
+                return line[match.end() :].strip()
+        return ""
 
 
 @functools.lru_cache(maxsize=16)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from the_loop.agent.state import AgentState
+from the_loop.intake.budget_rule import WARN_AT, Limits
 from the_loop.intake.claim_ports import ClaimPorts
 from the_loop.intake.comments import CommentPolicy, SessionState
 from the_loop.intake.delivery import Delivery
@@ -50,6 +51,10 @@ class IntakeSettings:
     #: ``routing.stallMinutes``: a working agent with no sign of progress for this long is
     #: said stalled on its ticket, once (0: never).
     stall_minutes: float = 15.0
+    #: ``routing.budget``: every item's default limits (its raises go on top).
+    budget: Limits = field(default_factory=Limits)
+    #: ``routing.budget.warnAt``: the share of a limit at which the ticket is warned.
+    budget_warn_at: float = WARN_AT
 
 
 class GitHubPort(Protocol):
@@ -194,6 +199,15 @@ class IntakePorts:
     #: after ``since`` (None: it cannot say; a paste then counts once made). None as a
     #: port: every paste counts once made.
     receipt: Callable[[LiveSession, str, float], bool | None] | None = None
+    #: ``meter(session, state, watched)``: what ``session``'s item has spent, all its
+    #: sessions together, once what its agent (seen in ``state``) appended since is read
+    #: (``{usd, turns, hours, tokens}``); None: not known, or, when not ``watched`` by a
+    #: limit, not due yet (its figures are kept fresh every few seconds, not each round).
+    #: None as a port: this reader meters nothing.
+    meter: Callable[[LiveSession, AgentState | None, bool], dict[str, Any] | None] | None = None
+    #: ``interrupt(session)``: interrupt the agent's running turn with the key its harness
+    #: takes for that, never a kill (None: this reader interrupts nothing).
+    interrupt: Callable[[LiveSession], None] | None = None
     #: ``submit(target)``: press Enter in the agent's pane, on what waits in its input
     #: box (None: this reader presses nothing).
     submit: Callable[[str], None] | None = None

@@ -33,13 +33,17 @@ def project_dir_name(cwd: str) -> str:
     return _NOT_ALPHANUMERIC.sub("-", cwd)
 
 
-def transcript_files(home: Path, cwd: str, session_id: str) -> list[Path]:
+def transcript_files(
+    home: Path, cwd: str, session_id: str, *, config_dir: Path | None = None
+) -> list[Path]:
     """The transcripts of one session: its own (first, whether or not it exists yet),
     then every subagent's found under ``<session id>/subagents/``, sorted. Links are
-    never followed; a session id that is not a plain name gives none."""
+    never followed; a session id that is not a plain name gives none. ``config_dir``:
+    the agent's ``$CLAUDE_CONFIG_DIR`` when it has one (else ``home/.claude``)."""
     if not _SESSION_ID.fullmatch(session_id):
         return []
-    project = home / ".claude" / "projects" / project_dir_name(cwd)
+    config = config_dir if config_dir is not None else home / ".claude"
+    project = config / "projects" / project_dir_name(cwd)
     subagents = project / session_id / "subagents"
     return [project / f"{session_id}.jsonl", *sorted(_jsonl_under(subagents, SUBAGENT_DEPTH))]
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from the_loop.sessions.session import Session
 
 GONE = "gone"
+#: The STATUS of an active session whose item reached its budget.
+OVER_BUDGET = "over-budget"
 RUNNING = "running"
 EXITED = "exited"
 UNKNOWN = "unknown"
@@ -54,6 +56,8 @@ class ListedRow(NamedTuple):
     held_by: Mapping[str, Any] | None = None
     #: What a live session's running agent is doing (None: not asked, or not known).
     detail: AgentState | None = None
+    #: What the item's agents spent and its budget (None: not read).
+    figures: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     def document(self) -> dict[str, Any]:
         """The ``--format json`` item: the record's report, ``control``, ``agent``, ``checkout``."""
@@ -70,6 +74,8 @@ class ListedRow(NamedTuple):
             self.detail.to_dict() if self.detail is not None else _agent_document(self.agent)
         )
         document["checkout"] = self.checkout
+        if self.figures is not None:
+            document["spend"], document["budget"] = self.figures
         if self.held_by is not None:
             document["heldBy"] = dict(self.held_by)
         return document
@@ -77,6 +83,7 @@ class ListedRow(NamedTuple):
     def cells(self) -> list[str]:
         """The table row: the record's cells, then AGENT and CHECKOUT."""
         session = self.session
+        status = self._status(session.status) if session is not None else ""
         held = f"held by {self.held_by.get('name') or 'another machine'}" if self.held_by else ""
         if session is None and held:
             cells = [self.work_item, "", "", "", held, self.command, ""]
@@ -88,12 +95,27 @@ class ListedRow(NamedTuple):
                 session.harness,
                 session.harness_session_id,
                 session.tmux_target,
-                f"{session.status} ({held})" if held else session.status,
+                f"{status} ({held})" if held else status,
                 self.command,
                 session.last_event_at,
             ]
         agent = self.detail.describe() if self.detail is not None else self.agent
+        spent = _spent(self.figures[0]) if self.figures is not None else ""
+        cells.insert(5, spent)
         return [cell or "-" for cell in cells] + [agent, self.checkout or NO_CHECKOUT]
+
+    def _status(self, status: str) -> str:
+        """The record's status; ``over-budget`` for an active one whose item is over it."""
+        over = self.figures is not None and self.figures[1].get("state") == OVER_BUDGET
+        return OVER_BUDGET if over and status == "active" else status
+
+
+def _spent(spend: Mapping[str, Any]) -> str:
+    """``$1.25 12t 0.40h``; empty when nothing was metered."""
+    usd, turns, hours = (spend.get(kind) or 0 for kind in ("usd", "turns", "hours"))
+    if not (usd or turns or hours):
+        return ""
+    return f"${float(usd):.2f} {int(turns)}t {float(hours):.2f}h"
 
 
 def _agent_document(state: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from the_loop.commands.common import (
     work_item_parent,
 )
 from the_loop.commands.render import Result, table_lines
-from the_loop.commands.sessions import attach, link_pr
+from the_loop.commands.sessions import attach, link_pr, spending
 from the_loop.commands.sessions.listing import (
     held_elsewhere,
     listed_rows,
@@ -51,6 +51,7 @@ LIST_HEADERS = [
     "SESSION ID",
     "TMUX",
     "STATUS",
+    "SPENT",
     "CONTROL",
     "LAST EVENT",
     "AGENT",
@@ -64,6 +65,7 @@ def add_parsers(actions: Any, parents: list[argparse.ArgumentParser]) -> None:
     _add_register(actions, parents)
     link_pr.add_parsers(actions, parents)
     _add_list(actions, parents)
+    spending.add_parsers(actions, parents)
     attach.add_parsers(actions, parents)
 
 
@@ -176,8 +178,12 @@ def run_list(args: argparse.Namespace) -> Result:
     with reading_every_record(stores):
         sessions = stores.registry.list_sessions(args.status)
         commands = [_last_command(stores, session) for session in sessions]
+        figures = spending.figures_reader(stores, context.config)
+        spent = [figures(session.work_item.ref) for session in sessions]
     states = tmux_states(context.config)
-    rows = with_agent_states(listed_rows(sessions, commands, states), _observer(context, stores))
+    rows = listed_rows(sessions, commands, states)
+    rows = [row._replace(figures=found) for row, found in zip(rows, spent, strict=True)]
+    rows = with_agent_states(rows, _observer(context, stores))
     if args.status is None:
         rows = held_elsewhere(rows, _holders(context))
     if args.all and args.status is None:
