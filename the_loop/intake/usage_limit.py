@@ -47,11 +47,11 @@ def limit_words(state: AgentState, intake: IntakeView) -> tuple[str, str]:
         )
     else:
         how = (
-            "Comments wait until it resets, then go in; the agent's task is not continued "
-            "for it (`routing.resumeAfterLimit: true` would)."
+            "Comments wait until it resets, then go in. the-loop does not continue the "
+            "agent's task (`routing.resumeAfterLimit: true` would); the agent may, as its "
+            "own settings say, and a limit dialog it shows waits for an answer in the pane "
+            "(`the-loop sessions attach`)."
         )
-        if state.dialog:
-            how += " Its dialog waits for an answer in the pane (`the-loop sessions attach`)."
     return headline, how
 
 
