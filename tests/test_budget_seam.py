@@ -17,6 +17,8 @@ import pytest
 
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
 from tests.test_intake_seam import ITEM, HookedWorld, comment, started
+from the_loop.adapters.actions import running_sessions
+from the_loop.commands.stores import open_dispatcher
 from the_loop.intake.budget_rule import Limits
 from the_loop.intake.intake import Intake
 from the_loop.spend.transcripts import transcript_files
@@ -74,6 +76,9 @@ class BudgetWorld(HookedWorld):
     def spend(self) -> dict[str, Any]:
         poll = self.stores.store.section(ITEM, "poll") or {}
         return dict(poll.get("spend", {}).get("total", {}))
+
+    def tmux_states(self) -> Mapping[str, str] | None:
+        return open_dispatcher(self.context, self.stores).tmux.session_states()
 
     def bodies(self, marker: str) -> list[str]:
         return [body for _, body in self.github.posts if marker in body]
@@ -177,3 +182,37 @@ def test_a_raise_in_hours_or_turns_and_one_not_read(budgeted: BudgetWorld) -> No
     assert any("is not a raise the-loop reads" in body for _, body in world.github.posts)
     budget = (world.stores.store.section(ITEM, "poll") or {})["budget"]
     assert (budget["limits"]["hours"], budget["limits"]["turns"]) == (2, 10)  # none spent yet
+
+
+def test_the_quick_watch_between_tendings_meters_only_limited_items_and_acts_at_once(
+    budgeted: BudgetWorld,
+) -> None:
+    """What the daemon runs every 2 s: no pane asked before the crossing, no GitHub read;
+    at the crossing the working agent's turn is interrupted and the notice said once."""
+    world = budgeted
+    started(world)
+    world.hook("SessionStart", source="startup")
+    world.now += 3
+    world.hook("UserPromptSubmit", prompt="Ticket")
+    sessions = running_sessions(world.stores, world.tmux_states())
+    world.assistant(1000)  # $0.018: within
+    world.intake().keep_budgets(sessions)
+    assert world.bodies(EXCEEDED) == [] and world.spend()["turns"] == 1
+    world.assistant(3000)  # $0.066 in all: over
+    world.intake().keep_budgets(sessions)
+    world.intake().keep_budgets(sessions)
+    assert len(world.bodies(EXCEEDED)) == 1
+    budget = (world.stores.store.section(ITEM, "poll") or {})["budget"]
+    assert budget["exceeded"]["interrupted"] is True
+    assert len(world.events_named("budget.exceeded")) == 1
+
+
+def test_an_item_without_limits_is_not_metered_by_the_quick_watch(budgeted: BudgetWorld) -> None:
+    world = budgeted
+    world.limits = Limits()  # the intake's settings: the item has no budget to watch
+    started(world)
+    world.assistant(3000)
+    world.now += 30  # its figures are due: only the quick watch leaves them
+    sessions = running_sessions(world.stores, world.tmux_states())
+    world.intake().keep_budgets(sessions)
+    assert world.spend()["usd"] == 0.0, "not metered: its figures wait for the next tending"
