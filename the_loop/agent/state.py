@@ -24,15 +24,22 @@ or ``working``.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, tzinfo
+from dataclasses import replace
+from datetime import UTC, tzinfo
 from typing import Any
 
-from the_loop.agent.hooklog import RECEIPT_KEY_CHARS, read_hook_log, took_as_turn
+from the_loop.agent.hooklog import RECEIPT_KEY_CHARS as RECEIPT_KEY_CHARS
+from the_loop.agent.hooklog import read_hook_log as read_hook_log
+from the_loop.agent.hooklog import took_as_turn as took_as_turn
 from the_loop.agent.limit_state import last_turn_event, stopped_at_limit
 from the_loop.agent.limits import UsageLimit, says_it_resumes
+from the_loop.agent.permissions import (
+    dialog_digest,
+    open_request,
+    permission_text,
+    request_episode,
+)
 from the_loop.agent.screens import (
     Dialog,
     at_input_prompt,
@@ -42,9 +49,15 @@ from the_loop.agent.screens import (
     interrupted_at_prompt,
 )
 from the_loop.agent.transcript import TranscriptView
+from the_loop.agent.values import BLOCKED as BLOCKED
+from the_loop.agent.values import EXITED as EXITED
+from the_loop.agent.values import IDLE as IDLE
+from the_loop.agent.values import STARTING as STARTING
+from the_loop.agent.values import STATES as STATES
+from the_loop.agent.values import WORKING as WORKING
+from the_loop.agent.values import AgentState as AgentState
+from the_loop.agent.values import PaneView as PaneView
 
-STARTING, WORKING, IDLE, BLOCKED, EXITED = "starting", "working", "idle", "blocked", "exited"
-STATES = (STARTING, WORKING, IDLE, BLOCKED, EXITED)
 #: A pane with no hooks that has not changed for this long is at its prompt.
 QUIET_SECONDS = 5.0
 #: The screen pattern of the permission prompt a ``PermissionRequest`` hook announces.
@@ -73,86 +86,6 @@ _AFTER_EVENT = {
 _IDLE_NOTICES = frozenset(("idle_prompt",))
 _PERMISSION_NOTICES = frozenset(("permission_prompt",))
 _QUESTION_NOTICES = frozenset(("elicitation_dialog",))
-
-
-@dataclass(frozen=True)
-class PaneView:
-    """What tmux says of the agent's pane: dead (and its exit status), when it last
-    changed, and the visible screen as text."""
-
-    dead: bool
-    status: int | None = None
-    activity: float = 0.0
-    screen: str = ""
-
-
-@dataclass(frozen=True)
-class AgentState:
-    """The agent's state, ``since`` when (unix time), and when ``blocked``, on what and the
-    prompt's text; when ``exited``, its status."""
-
-    state: str
-    since: float = 0.0
-    blocked_on: str = ""
-    prompt: str = ""
-    exit_status: int | None = None
-    #: The screen pattern that found the dialog (``""`` when a hook said it).
-    dialog: str = ""
-    #: What stands in its input box while ``idle`` (``""``: empty, or no box read).
-    typed: str = ""
-    #: Which blocked episode this is: the same dialog reads as the same episode, another
-    #: one (a second permission prompt) as another.
-    episode: str = ""
-    #: Whether a paste may go in while a turn runs (an agent without hooks or input box).
-    mid_turn: bool = True
-    #: When the usage limit its last turn stopped at resets (unix time; 0: it stopped at
-    #: none), and the zone that was said in (``""``: the machine's).
-    resets_at: float = 0.0
-    resets_zone: str = ""
-    #: Whether the agent said it will continue by itself once the limit resets.
-    self_resuming: bool = False
-    #: When a sign of its progress last changed (0: not watched), as its watcher keeps it.
-    progress_at: float = 0.0
-
-    @property
-    def takes_a_paste(self) -> bool:
-        """Whether a paste now becomes a turn: ``idle`` with nothing typed in its box, or
-        ``working`` when a paste mid-turn cannot meet a dialog."""
-        if self.state == IDLE:
-            return not self.typed
-        return self.state == WORKING and self.mid_turn
-
-    def describe(self) -> str:
-        """One short phrase: ``idle``, ``blocked: permission``, ``exited (1)``."""
-        if self.state == BLOCKED:
-            return f"blocked: {self.blocked_on}"
-        if self.state == EXITED and self.exit_status is not None:
-            return f"exited ({self.exit_status})"
-        return self.state
-
-    def to_dict(self) -> dict[str, Any]:
-        """``sessions list --format json``'s ``agent``: ``state``, ``since`` (ISO 8601),
-        ``blockedOn`` and ``prompt`` (null unless blocked), ``exitStatus``, ``resetsAt``
-        (null unless blocked on a usage limit whose reset is known: ISO 8601 with the
-        offset of the zone it was said in)."""
-        since = datetime.fromtimestamp(self.since, UTC).isoformat() if self.since else None
-        blocked = self.state == BLOCKED
-        limited = blocked and self.blocked_on == "limit" and self.resets_at > 0
-        return {
-            "state": self.state,
-            "since": since,
-            "blockedOn": self.blocked_on if blocked else None,
-            "prompt": self.prompt if blocked else None,
-            "exitStatus": self.exit_status,
-            "resetsAt": self.limit.iso() if limited and self.limit is not None else None,
-        }
-
-    @property
-    def limit(self) -> UsageLimit | None:
-        """The usage limit its last turn stopped at (None: none)."""
-        if self.resets_at <= 0:
-            return None
-        return UsageLimit(self.resets_at, self.resets_zone)
 
 
 def derive(
@@ -292,12 +225,12 @@ def _blocked_by(dialog: Dialog, events: Sequence[dict[str, Any]], pane: PaneView
     blocked_on = dialog.pattern.blocked_on
     episode = blocked_on
     if blocked_on == "permission":
-        request = _permission_request(events)
+        request = open_request(events)
         if request is not None:
-            prompt = _permission_text(request) + "\n\n" + prompt
-            episode = _request_episode(request)
+            prompt = permission_text(request) + "\n\n" + prompt
+            episode = request_episode(request)
         else:  # no hook said it: the prompt is told by its text (its command)
-            episode = "permission:" + _digest(dialog.text)
+            episode = "permission:" + dialog_digest(dialog.text)
     since = _time(last) if last else pane.activity
     return AgentState(
         BLOCKED,
@@ -307,29 +240,6 @@ def _blocked_by(dialog: Dialog, events: Sequence[dict[str, Any]], pane: PaneView
         dialog=dialog.pattern.name,
         episode=episode,
     )
-
-
-def _permission_request(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The ``PermissionRequest`` still open: the latest event but notifications, when it
-    is one (a tool that ran, a turn that ended or began closes it)."""
-    for event in reversed(events):
-        name = event.get("event")
-        if name == "Notification":
-            continue
-        return event if name == "PermissionRequest" else None
-    return None
-
-
-def _request_episode(request: dict[str, Any]) -> str:
-    """One permission prompt's identity: its request's time, tool and detail."""
-    return f"permission@{_time(request)}:" + _digest(_permission_text(request))
-
-
-def _digest(text: str) -> str:
-    """A short digest of ``text`` with the option pointer, digits and blanks left out, so
-    a redraw (the pointer moved, a counter ticked) reads as the same dialog."""
-    kept = "".join(c for c in text if not c.isdigit() and c not in "❯›>").split()
-    return hashlib.sha256(" ".join(kept).encode()).hexdigest()[:16]
 
 
 def _from_hooks(events: Sequence[dict[str, Any]]) -> AgentState:
@@ -342,9 +252,9 @@ def _from_hooks(events: Sequence[dict[str, Any]]) -> AgentState:
         since = _time(earlier)
     dialog = PERMISSION_DIALOG if blocked_on == "permission" else ""
     episode = blocked_on
-    request = _permission_request(events) if blocked_on == "permission" else None
+    request = open_request(events) if blocked_on == "permission" else None
     if request is not None:
-        episode = _request_episode(request)
+        episode = request_episode(request)
     return AgentState(
         state,
         since=since,
@@ -358,7 +268,7 @@ def _from_hooks(events: Sequence[dict[str, Any]]) -> AgentState:
 def _state_after(event: dict[str, Any]) -> tuple[str, str, str]:
     name = str(event.get("event", ""))
     if name == "PermissionRequest":
-        return BLOCKED, "permission", _permission_text(event)
+        return BLOCKED, "permission", permission_text(event)
     if name == "Notification":
         kind = str(event.get("type", ""))
         if kind in _PERMISSION_NOTICES:
@@ -371,27 +281,6 @@ def _state_after(event: dict[str, Any]) -> tuple[str, str, str]:
     return _AFTER_EVENT.get(name, WORKING), "", ""
 
 
-def _permission_text(event: dict[str, Any]) -> str:
-    tool, detail = str(event.get("tool", "")), str(event.get("detail", ""))
-    return f"{tool}: {detail}" if detail else tool
-
-
 def _time(event: dict[str, Any]) -> float:
     value = event.get("t")
     return float(value) if isinstance(value, int | float) else 0.0
-
-
-__all__ = [
-    "BLOCKED",
-    "EXITED",
-    "IDLE",
-    "RECEIPT_KEY_CHARS",
-    "STARTING",
-    "STATES",
-    "WORKING",
-    "AgentState",
-    "PaneView",
-    "derive",
-    "read_hook_log",
-    "took_as_turn",
-]
