@@ -34,7 +34,8 @@ EVENT_TYPES: dict[str, str] = {
     "error, step).",
     "session.blocked": (
         "A live session's agent waits on a dialog; one marked notice said so on "
-        "the ticket (work_item, blocked_on, prompt, comment_id; resets_at at a usage limit)."
+        "the ticket (work_item, blocked_on, prompt, comment_id, resets_at: a usage limit's "
+        "reset, else null)."
     ),
     "session.unblocked": (
         "A blocked agent's dialog ended; its notice was edited to say how "

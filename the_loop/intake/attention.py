@@ -163,7 +163,7 @@ def _begin(session: LiveSession, intake: IntakeView, state: AgentState) -> None:
         blocked_on=state.blocked_on,
         prompt=state.prompt[:500],
         comment_id=comment,
-        **({"resets_at": state.limit.iso()} if state.limit is not None else {}),
+        resets_at=state.limit.iso() if state.limit is not None else None,
     )
 
 
