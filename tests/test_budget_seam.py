@@ -16,11 +16,14 @@ from typing import Any
 import pytest
 
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
-from tests.test_intake_seam import ITEM, HookedWorld, comment, started
+from tests.test_intake_seam import ITEM, T0, HookedWorld, Known, comment, started
 from the_loop.adapters.actions import running_sessions
 from the_loop.commands.stores import open_dispatcher
 from the_loop.intake.budget_rule import Limits
+from the_loop.intake.drain import drain
 from the_loop.intake.intake import Intake
+from the_loop.intake.watched import ListedNumbers
+from the_loop.portable.poll import PollState
 from the_loop.spend.transcripts import transcript_files
 
 MODEL = "claude-sonnet-4-5"  # $3 in, $15 out per million tokens
@@ -118,10 +121,10 @@ def over_budget(world: BudgetWorld) -> None:
     world.feed()
     assert len(world.bodies(WARNING)) == 1
     world.assistant(1000)  # $0.0615: over
-    world.now += 1
+    world.now += 5  # the turn has run long enough to show its output: it is interrupted
     world.feed(comment(121, "Second note.", minutes=2), comment(122, "Third note.", minutes=3))
     [notice] = world.bodies(EXCEEDED)
-    assert "$0.06 of $0.05" in notice and "budget +5" in notice
+    assert "$0.0615 of $0.05" in notice and "budget +5" in notice
     assert WARNING not in notice, "the two notices are told apart by their markers"
     budget = (world.stores.store.section(ITEM, "poll") or {})["budget"]
     assert budget["exceeded"]["interrupted"] is True, budget
@@ -199,6 +202,7 @@ def test_the_quick_watch_between_tendings_meters_only_limited_items_and_acts_at_
     world.intake().keep_budgets(sessions)
     assert world.bodies(EXCEEDED) == [] and world.spend()["turns"] == 1
     world.assistant(3000)  # $0.066 in all: over
+    world.now += 5
     world.intake().keep_budgets(sessions)
     world.intake().keep_budgets(sessions)
     assert len(world.bodies(EXCEEDED)) == 1
@@ -216,3 +220,50 @@ def test_an_item_without_limits_is_not_metered_by_the_quick_watch(budgeted: Budg
     sessions = running_sessions(world.stores, world.tmux_states())
     world.intake().keep_budgets(sessions)
     assert world.spend()["usd"] == 0.0, "not metered: its figures wait for the next tending"
+
+
+def test_a_raise_too_small_says_still_over_and_the_episode_goes_on(budgeted: BudgetWorld) -> None:
+    world = budgeted
+    over_budget(world)
+    world.feed(comment(131, "the-loop budget +0.005", minutes=5))
+    [said] = world.bodies(RAISED)
+    assert "by $0.0050" in said and "still over its budget" in said
+    assert "delivered now" not in said
+    world.now += 15
+    world.feed()
+    assert len(world.bodies(EXCEEDED)) == 1, "the same episode: not said again"
+    assert len(world.events_named("budget.exceeded")) == 1
+    assert "Second note." not in world.read()
+
+
+def test_a_raise_the_loop_cannot_read_is_answered_once(budgeted: BudgetWorld) -> None:
+    world = budgeted
+    started(world)
+    bad = comment(150, "the-loop budget lots", minutes=1)
+    for _ in range(3):  # the poller's overlap, the receiver, a restart: handed again
+        world.feed(bad)
+    answers = [body for _, body in world.github.posts if "is not a raise" in body]
+    assert len(answers) == 1
+
+
+def test_a_paste_never_goes_in_once_another_reader_found_the_item_over(
+    budgeted: BudgetWorld,
+) -> None:
+    """The other reader's quick watch may begin the exceeded episode after this reader
+    decided to deliver: the drain asks again, under the item's hold, before each paste."""
+    world = budgeted
+    started(world)
+    world.hook("SessionStart", source="startup")
+    world.now += 3
+    round_ = world.intake().round(ITEM)
+    round_.watch(listed=ListedNumbers(ITEM, frozenset({15})), knowledge=Known(), read_from=T0)
+    round_.comment(comment(160, "Late words.", minutes=1))
+    record = {"limits": Limits(usd=0.05).to_dict(), "nonce": "n", "comment": 7}
+
+    def over(ledger: dict[str, Any]) -> None:
+        ledger["budget"] = {"exceeded": record}
+
+    PollState(world.stores.store, registry=world.stores.registry).change(ITEM, over)
+    drain(running_sessions(world.stores, world.tmux_states()), round_.intake)
+    assert [r["state"] for r in world.rows()] == ["waiting"]
+    assert "Late words." not in world.read()

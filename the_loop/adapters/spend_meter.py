@@ -43,6 +43,8 @@ _MOST_UNSEEN_SECONDS = 60.0
 UNWATCHED_SECONDS = 10.0
 #: When this process last metered each session record (its path).
 _METERED_AT: dict[str, float] = {}
+#: The models this process said it does not know the price of (each once).
+_UNKNOWN_SAID: set[str] = set()
 #: How often a session's changing figures are said in the event log, within one turn.
 _SAID_EVERY_SECONDS = 60.0
 #: The most of a hook log read in one call (the rest waits for the next).
@@ -61,7 +63,7 @@ class SpendMeter:
     emit: Callable[..., object]
     prices: PriceTable | None = None
     #: The unknown models already said (each once per process).
-    unknown_said: set[str] = field(default_factory=set[str])
+    unknown_said: set[str] = field(default_factory=lambda: _UNKNOWN_SAID)
 
     def item_spend(
         self, session: LiveSession, state: AgentState | None, watched: bool = True
@@ -84,7 +86,8 @@ class SpendMeter:
         read = _read_state(path)
         kept = dict(read) if read.get("session") == key else {"session": key}
         if session.harness == "claude":
-            spend = self._claude(found.cwd, key, kept, hook_log_path(record.parent, record.stem))
+            log = hook_log_path(record.parent, record.stem)
+            spend = self._claude(found.cwd, key, kept, log, state)
         else:
             spend = self._hookless(session, kept, state, now)
         self._said(session, key, spend.to_dict(), kept, now)
@@ -96,7 +99,9 @@ class SpendMeter:
             raise TheLoopError(f"cannot keep the spend meter's place in {path}: {error}") from None
         return self._store(session, key, spend)
 
-    def _claude(self, cwd: str, key: str, kept: dict[str, Any], log: Path) -> Spend:
+    def _claude(
+        self, cwd: str, key: str, kept: dict[str, Any], log: Path, state: AgentState | None
+    ) -> Spend:
         prices = self.prices if self.prices is not None else PriceTable.load()
         self.prices = prices
         config = self.environ.get("CLAUDE_CONFIG_DIR")
@@ -108,6 +113,7 @@ class SpendMeter:
             self.unknown_said.add(model)
             self.warn(f"the price of model {model!r} is not known: priced as the dearest known")
         _count_hooks(log, kept)
+        _close_turn(kept, state, self.clock())
         hours = (float(kept.get("workingSeconds", 0.0)) + _open_turn(kept, self.clock())) / 3600
         return Spend(
             # The transcripts miss the agent's side requests: its own running cost, where
@@ -132,7 +138,9 @@ class SpendMeter:
         delivered = sum(
             1 for row in self.ledger.deliveries(session.ref) if row.get("state") == "delivered"
         )
-        turns = 1 + delivered
+        # Its first prompt and what was delivered since it began (not an earlier session's).
+        base = kept.setdefault("deliveredBefore", delivered)
+        turns = 1 + max(delivered - int(base), 0)
         return Spend(0.0, turns, float(kept.get("workingSeconds", 0.0)) / 3600, Tokens())
 
     def _said(
@@ -162,7 +170,7 @@ class SpendMeter:
             kept = cast(dict[str, Any], value) if isinstance(value, dict) else {}
             found = kept.get("sessions")
             sessions = cast(dict[str, Any], found) if isinstance(found, dict) else {}
-            sessions[key] = mine
+            sessions[key] = _most(sessions.get(key), mine)  # a reader behind never lowers it
             total = _total(sessions)
             totals.append(total)
             ledger[SPEND_KEY] = {"sessions": sessions, "total": total}
@@ -174,6 +182,17 @@ class SpendMeter:
             return _total(cast(dict[str, Any], known))
         self.ledger.change(session.ref, change)
         return totals[-1]
+
+
+def _most(kept: object, mine: dict[str, Any]) -> dict[str, Any]:
+    """Each figure of ``mine`` or of what was kept for the session, whichever is larger:
+    a session's figures only grow, whichever reader metered last."""
+    if not isinstance(kept, dict):
+        return mine
+    old = Spend.from_dict(cast(object, kept)).to_dict()
+    most: dict[str, Any] = {k: max(old[k], mine[k]) for k in ("usd", "turns", "hours")}
+    most["tokens"] = {k: max(old["tokens"][k], mine["tokens"][k]) for k in mine["tokens"]}
+    return most
 
 
 def _total(sessions: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,12 +256,33 @@ def _count_event(line: bytes, kept: dict[str, Any]) -> None:
         return
     if name == "UserPromptSubmit":
         kept["turns"] = int(kept.get("turns", 0)) + 1
-        if not isinstance(kept.get("workingSince"), int | float):
-            kept["workingSince"] = float(at)
-    elif name in ("Stop", "StopFailure", "SessionEnd"):
+        since, last = kept.get("workingSince"), kept.get("lastEventAt")
+        if isinstance(since, int | float) and isinstance(last, int | float) and last >= since:
+            # The turn before ended with no Stop (an Escape): it worked until its last event.
+            kept["workingSeconds"] = float(kept.get("workingSeconds", 0.0)) + last - since
+        kept["workingSince"] = float(at)
+    if name in ("PreToolUse", "PostToolUse") and not isinstance(
+        kept.get("workingSince"), int | float
+    ):
+        kept["workingSince"] = float(at)  # it works on, after a dialog closed its turn's count
+    if name not in ("Notification", "PermissionRequest"):
+        kept["lastEventAt"] = float(at)  # the agent did something then
+    if name in ("Stop", "StopFailure", "SessionEnd"):
         since = kept.pop("workingSince", None)
         if isinstance(since, int | float) and at >= since:
             kept["workingSeconds"] = float(kept.get("workingSeconds", 0.0)) + float(at) - since
+
+
+def _close_turn(kept: dict[str, Any], state: AgentState | None, now: float) -> None:
+    """End the open turn an agent seen not working left without a ``Stop`` (an Escape, a
+    "No" at a permission prompt, a dialog): it worked until its last hook said anything."""
+    since = kept.get("workingSince")
+    if state is None or state.state == WORKING or not isinstance(since, int | float):
+        return
+    last = kept.get("lastEventAt")
+    end = float(last) if isinstance(last, int | float) and last >= since else float(since)
+    kept["workingSeconds"] = float(kept.get("workingSeconds", 0.0)) + min(end, now) - since
+    kept.pop("workingSince", None)
 
 
 def _open_turn(kept: Mapping[str, Any], now: float) -> float:

@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from the_loop.agent.state import WORKING, AgentState
 from the_loop.errors import TheLoopError
-from the_loop.intake.budget_rule import KINDS, Crossing, Limits, amount_text, crossed, raised
+from the_loop.intake.budget_rule import (
+    KINDS,
+    Crossing,
+    Limits,
+    Raise,
+    amount_text,
+    crossed,
+    raised,
+)
 from the_loop.intake.budget_rule import parse_raise as parse_raise
 from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment
 from the_loop.intake.ports import Action, LiveSession
@@ -35,6 +43,11 @@ from the_loop.ref import WorkItemRef
 if TYPE_CHECKING:
     from the_loop.intake.context import IntakeView
 
+#: How long a turn runs before it is interrupted: Claude Code, interrupted before its
+#: first output, puts the prompt back in its input box and shows no "Interrupted" line.
+TURN_SHOWS_SECONDS = 5.0
+#: The ledger key of what the item's agents spent (the meter writes it).
+SPEND_KEY = "spend"
 #: The ledger key of the item's budget, and the verb that raises it.
 BUDGET_KEY = BUDGET = "budget"
 #: The marker of each notice kind, so a warning is told from an exceeded notice.
@@ -88,24 +101,27 @@ def keep_budget(
     if spend is None:
         return _over(budget)
     with ports.hold(ref):
-        return _keep(session, intake, state, spend)
+        return _keep(session, intake, spend)
 
 
 def _unsaid(budget: dict[str, Any]) -> bool:
-    """Whether a notice was begun and not yet said."""
+    """Whether a notice was begun and not yet said, or its event not yet emitted."""
     return any(
-        isinstance(budget.get(kind), dict) and not _dict(budget.get(kind)).get("comment")
+        isinstance(budget.get(kind), dict)
+        and (
+            not _dict(budget.get(kind)).get("comment") or bool(_dict(budget.get(kind)).get("event"))
+        )
         for kind in MARKERS
     )
 
 
-def _keep(
-    session: LiveSession, intake: IntakeView, state: AgentState | None, spend: dict[str, Any]
-) -> bool:
-    ports, ref = intake.ports, session.ref
+def _keep(session: LiveSession, intake: IntakeView, spend: dict[str, Any]) -> bool:
+    ref = session.ref
     budget = budget_of(intake, ref)  # again, under the hold
     limits = limits_of(intake, budget)
-    spent = {kind: float(spend.get(kind, 0.0)) for kind in KINDS}
+    # Figures only grow: another reader may have metered further while this one waited.
+    total = _dict(_dict(intake.ports.ledger.value(ref, SPEND_KEY)).get("total"))
+    spent = {kind: max(float(spend.get(kind, 0.0)), float(total.get(kind, 0.0))) for kind in KINDS}
     _finish_posts(session, intake, budget)
     if not limits.any:
         if _over(budget):
@@ -113,24 +129,30 @@ def _keep(
         return False
     crossing = crossed(spent, limits)
     if crossing is not None:
-        if not _over(budget) or _dict(budget.get("exceeded")).get("limits") != limits.to_dict():
+        if not _over(budget):
             _exceeded(session, intake, crossing, limits, spend)
-        _interrupt(session, intake, state)  # before the notice's post: spend stops first
+        elif _dict(budget.get("exceeded")).get("limits") != limits.to_dict():
+            # Raised, yet still over (its raise's comment said so): the same episode.
+            _set(intake, ref, "exceeded", limits=limits.to_dict())
+        if crossing.kind != "turns":  # a turns limit is met as a turn begins: it runs on
+            _interrupt(session, intake)  # before the notice's post: spend stops first
         _say(ref, intake, "exceeded")
         return True
-    if isinstance(budget.get("exceeded"), dict):
+    if _over(budget):
+        if _dict(budget.get("exceeded")).get("limits") == limits.to_dict():
+            return True  # never lifted by a figure read lower, only by other limits
         _change(intake, ref, lambda b: b.pop("exceeded", None))
     warning = crossed(spent, limits, at=intake.settings.budget_warn_at)
     warned = budget.get("warned")
     if warning is not None and _dict(warned).get("limits") != limits.to_dict():
-        _notice(session, intake, "warned", _warning_text(intake, warning, spend), limits=limits)
-        ports.emit(
-            "budget.warned",
-            work_item=ref.ref,
-            limit=warning.kind,
-            spent=warning.spent,
-            budget=warning.limit,
-        )
+        event = {
+            "work_item": ref.ref,
+            "limit": warning.kind,
+            "spent": warning.spent,
+            "budget": warning.limit,
+        }
+        text = _warning_text(intake, warning, spend)
+        _notice(session, intake, "warned", text, limits=limits, event=("budget.warned", event))
     return False
 
 
@@ -145,7 +167,7 @@ def _exceeded(
     limits: Limits,
     spend: dict[str, Any],
 ) -> None:
-    ports, ref = intake.ports, session.ref
+    ref = session.ref
     prefix = intake.settings.policy.grammar.prefix
     lines = [
         f"the-loop: this work item reached its budget: {crossing.said()}. A turn its agent "
@@ -157,18 +179,23 @@ def _exceeded(
         f"An authorized user raises it with a comment: `{prefix} budget +5` (dollars), "
         f"`{prefix} budget +2h` or `{prefix} budget +10 turns`.",
     ]
+    event = {
+        "work_item": ref.ref,
+        "limit": crossing.kind,
+        "spent": crossing.spent,
+        "budget": crossing.limit,
+        "spend": spend,
+        "limits": limits.to_dict(),
+    }
     _notice(
-        session, intake, "exceeded", "\n".join(lines), limits=limits, crossing=crossing, say=False
-    )
-    ports.emit(
-        "budget.exceeded",
-        "warning",
-        work_item=ref.ref,
-        limit=crossing.kind,
-        spent=crossing.spent,
-        budget=crossing.limit,
-        spend=spend,
-        limits=limits.to_dict(),
+        session,
+        intake,
+        "exceeded",
+        "\n".join(lines),
+        limits=limits,
+        crossing=crossing,
+        say=False,
+        event=("budget.exceeded", event),
     )
 
 
@@ -199,29 +226,25 @@ def _figures(spend: dict[str, Any], limits: Limits | None) -> str:
     return f"Spent: {'; '.join(parts)} (tokens: {said_tokens})."
 
 
-def _interrupt(session: LiveSession, intake: IntakeView, state: AgentState | None) -> None:
-    """Interrupt the agent's running turn once per episode (an idle agent needs none)."""
+def _interrupt(session: LiveSession, intake: IntakeView) -> None:
+    """Interrupt the agent's running turn, once per turn: asked afresh, under the hold,
+    whether it works (an Escape at an idle Claude Code opens its rewind menu)."""
     ports, ref = intake.ports, session.ref
-    budget = budget_of(intake, ref)
-    if not _over(budget) or _dict(budget.get("exceeded")).get("interrupted"):
+    if ports.interrupt is None or ports.agent is None:
         return
-    if ports.interrupt is None:
-        return
-    if state is None and ports.agent is not None:
-        state = ports.agent(session)  # the quick watch asks only now, at the crossing
+    state = ports.agent(session)
     if state is None or state.state != WORKING:
         return
+    if _dict(budget_of(intake, ref).get("exceeded")).get("interruptedTurn") == state.since:
+        return  # this turn had its Escape
+    if ports.clock() - state.since < TURN_SHOWS_SECONDS:
+        return  # an Escape before its first output puts the prompt back in its box, unsaid
     try:
         ports.interrupt(session)
     except TheLoopError as error:
         ports.warn(f"{ref.ref}: could not interrupt the agent over its budget: {error}")
         return
-
-    def done(budget: dict[str, Any]) -> None:
-        if isinstance(budget.get("exceeded"), dict):
-            _dict(budget["exceeded"])["interrupted"] = True
-
-    _change(intake, ref, done)
+    _set(intake, ref, "exceeded", interrupted=True, interruptedTurn=state.since)
 
 
 def _notice(
@@ -233,8 +256,10 @@ def _notice(
     limits: Limits,
     crossing: Crossing | None = None,
     say: bool = True,
+    event: tuple[str, dict[str, Any]] | None = None,
 ) -> None:
-    """Record the notice (its nonce first), then (with ``say``) say it once."""
+    """Record the notice (its nonce first) and its event, emit the event, then (with
+    ``say``) say it once. An event a crash kept from being emitted is emitted next time."""
     record: dict[str, Any] = {
         "at": intake.ports.clock(),
         "limits": limits.to_dict(),
@@ -244,18 +269,34 @@ def _notice(
     }
     if crossing is not None:
         record |= {"limit": crossing.kind, "spent": crossing.spent}
+    if event is not None:
+        record["event"] = {"name": event[0], "fields": event[1]}
 
     def begin(budget: dict[str, Any]) -> None:
         budget[kind] = record
 
     _change(intake, session.ref, begin)
+    _emit_pending(session.ref, intake, kind)
     if say:
         _say(session.ref, intake, kind)
 
 
+def _emit_pending(ref: WorkItemRef, intake: IntakeView, kind: str) -> None:
+    """Emit the event the ``kind`` record keeps, once (then dropped from the record)."""
+    event = _dict(_dict(budget_of(intake, ref).get(kind)).get("event"))
+    if not event:
+        return
+    name, fields = str(event.get("name", "")), _dict(event.get("fields"))
+    level = "warning" if name == "budget.exceeded" else "info"
+    intake.ports.emit(name, level, **fields)
+    _set(intake, ref, kind, event=None)
+
+
 def _finish_posts(session: LiveSession, intake: IntakeView, budget: dict[str, Any]) -> None:
-    """Say the notices a crash or a refused post left unsaid."""
+    """Emit the events and say the notices a crash or a refused post left undone."""
     for kind in MARKERS:
+        if _dict(budget.get(kind)).get("event"):
+            _emit_pending(session.ref, intake, kind)
         if isinstance(budget.get(kind), dict) and not _dict(budget.get(kind)).get("comment"):
             _say(session.ref, intake, kind)
 
@@ -311,77 +352,89 @@ def _change(
 
 
 def raise_budget(intake: IntakeView, comment: IssueComment, text: str) -> str:
-    """``budget +N`` from an authorized login: the item's limit raised once (the comment
-    marked seen in the same write), and said on the ticket. The outcome word."""
-    ports, ref = intake.ports, comment.work_item
+    """``budget +N`` from an authorized login: the limit of the item (a linked pull
+    request's owner) raised once, by the comment's id, and said on the ticket; the
+    comment is marked seen before any answer. The outcome word."""
+    ports = intake.ports
+    where, ref = comment.work_item, ports.ledger.owner_of(comment.work_item)
     more = parse_raise(text)
     if more is None:
-        _reply(intake, comment, f"`budget {text.strip()}` is not a raise the-loop reads")
-        ports.emit(
-            "poll.command",
-            work_item=ref.ref,
-            command="budget",
-            actor=comment.login,
-            comment_id=comment.id,
-            outcome="refused",
-        )
+        if ports.ledger.record_answer(where, str(comment.id)):  # answered once, crash or not
+            _reply(intake, comment, f"`budget {text.strip()}` is not a raise the-loop reads")
+            _command_said(intake, comment, "refused")
         return "refused"
-    spend = ports.ledger.value(ref, "spend")
-    spent = _spent_of(spend)
+    spent = _spent_of(ports.ledger.value(ref, SPEND_KEY))
     applied: list[float] = []
 
     def change(ledger: Ledger) -> None:
-        if str(comment.id) in ledger[SEEN_COMMENTS]:
-            return
-        ledger[SEEN_COMMENTS].append(str(comment.id))
         budget = _dict(ledger.get(BUDGET_KEY))
+        raises = _dict(budget.get("raises"))
+        if str(comment.id) in raises:
+            return  # raised already: a raise counts once
         own = _dict(budget.get("limits"))
         limit = raised(intake.settings.budget.over(own), spent, more)
         budget["limits"] = {**own, more.kind: limit}
-        raises = _dict(budget.get("raises"))
         raises[str(comment.id)] = {"by": comment.login, more.kind: more.amount}
         budget["raises"] = raises
+        still = crossed(spent, intake.settings.budget.over(budget["limits"]))
         held = isinstance(budget.get("exceeded"), dict)
+        words = _raised_text(comment.login, more, limit, held=held, still=still)
+        event = {
+            "work_item": ref.ref,
+            "actor": comment.login,
+            "comment_id": comment.id,
+            "limit": more.kind,
+            "raised_by": more.amount,
+            "budget": limit,
+        }
         budget["raised"] = {
             "at": ports.clock(),
             "nonce": secrets.token_hex(8),
             "comment": 0,
-            "body": f"{AGENT_COMMENT_MARKER}\n"
-            + _raised_text(comment.login, more.said(), more.kind, limit, held=held),
+            "body": f"{AGENT_COMMENT_MARKER}\n{words}",
+            "event": {"name": "budget.raised", "fields": event},
         }
+        if ref == where:
+            ledger[SEEN_COMMENTS].append(str(comment.id))  # one write with the raise
         ledger[BUDGET_KEY] = budget
         applied.append(limit)
 
     ports.ledger.change(ref, change)
+    if ref != where:
+        ports.ledger.resolve_comment(where, str(comment.id))
     if not applied:
         return "seen"
     intake.counts.commands += 1
-    ports.emit(
-        "budget.raised",
+    _emit_pending(ref, intake, "raised")
+    _command_said(intake, comment, "raised")
+    _say(ref, intake, "raised")
+    return "raised"
+
+
+def _command_said(intake: IntakeView, comment: IssueComment, outcome: str) -> None:
+    ref = comment.work_item
+    action = Action("command", ref.ref, comment.login, BUDGET, comment.id, outcome=outcome)
+    intake.counts.actions.append(action)
+    intake.ports.emit(
+        "poll.command",
         work_item=ref.ref,
+        command=BUDGET,
         actor=comment.login,
         comment_id=comment.id,
-        limit=more.kind,
-        raised_by=more.amount,
-        budget=applied[0],
+        outcome=outcome,
     )
-    outcome = "raised"
-    intake.counts.actions.append(
-        Action("command", ref.ref, comment.login, "budget", comment.id, outcome=outcome)
-    )
-    _say(ref, intake, "raised")
-    return outcome
 
 
-def _raised_text(login: str, said: str, kind: str, limit: float, *, held: bool) -> str:
-    then = (
-        " The comments held while it was over its budget are delivered now, in order."
-        if held
-        else ""
-    )
-    now = amount_text(kind, limit)
-    said = f"the-loop: @{login} raised this work item's budget by {said}"
-    return f"{said}: its {kind} limit is {now}.{then}"
+def _raised_text(
+    login: str, more: Raise, limit: float, *, held: bool, still: Crossing | None
+) -> str:
+    said = f"the-loop: @{login} raised this work item's budget by {more.said()}: its "
+    said += f"{more.kind} limit is {amount_text(more.kind, limit)}."
+    if still is not None:
+        return f"{said} It is still over its budget ({still.said()}): comments keep waiting."
+    if held:
+        return f"{said} The comments held while it was over its budget are delivered now, in order."
+    return said
 
 
 def _spent_of(spend: object) -> dict[str, float]:

@@ -117,7 +117,8 @@ def crossed(spent: Mapping[str, float], limits: Limits, *, at: float = 1.0) -> C
 def amount_text(kind: str, value: float) -> str:
     """``$1.25``, ``1.5 h``, ``12 turns``."""
     if kind == "usd":
-        return f"${value:,.2f}"
+        cents = f"${value:,.2f}"
+        return cents if abs(value - round(value, 2)) < 1e-9 else f"${value:,.4f}"
     if kind == "hours":
         return f"{value:.2f} h"
     return f"{value:g} turns"

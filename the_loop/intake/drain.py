@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from the_loop.agent.screens import box_holds
 from the_loop.agent.state import EXITED, IDLE
 from the_loop.errors import TheLoopError
 from the_loop.intake.acknowledgement import acknowledge_delivered
+from the_loop.intake.budget import BUDGET_KEY
 from the_loop.intake.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.ledger import (
@@ -128,6 +129,14 @@ def drain(sessions: Sequence[LiveSession], intake: IntakeView) -> None:
         acknowledge_delivered(session.ref, intake)
 
 
+def _over_budget(budget: object) -> bool:
+    """Whether the item's ``budget`` ledger value holds an exceeded episode (another
+    reader may have begun it since this one looked, before its hold)."""
+    return isinstance(budget, dict) and isinstance(
+        cast(dict[str, Any], budget).get("exceeded"), dict
+    )
+
+
 class _Pane:
     """One session's pane and its ledger, drained with the intake's collaborators."""
 
@@ -167,16 +176,24 @@ class _Pane:
             return False  # all done, or a refused paste: it goes first again next time
         if due.comment_id not in self.waiting:
             return False  # queued since this drain began: the reader that queued it goes on
-        if self.intake.stopping() or self._breaker_open(rows):
-            return False  # the rest wait in the ledger for the next cycle
-        if not self._agent_takes_a_paste():
-            return False  # a dialog, a start or an exit: they wait, in order, in the ledger
+        if not self._may_paste(rows):
+            return False  # they wait, in order, in the ledger
         self.attempted.add(due.comment_id)
         ledger = self._attempt(ledger_of(rows), due.comment_id, _text(rows, due.comment_id))
         done = ledger.entry(due.comment_id)
         if done is not None and done.state is DeliveryState.DELIVERED:
             self._count_delivered(rows, due.comment_id)
         return True
+
+    def _may_paste(self, rows: list[Row]) -> bool:
+        """Whether a paste may go in now: no stop asked, the breaker closed, the item not
+        over its budget (another reader may have found it so since this one looked), and
+        the agent taking a paste (no dialog, no start, no exit)."""
+        if self.intake.stopping() or self._breaker_open(rows):
+            return False
+        if _over_budget(self.polls.value(self.ref, BUDGET_KEY)):
+            return False
+        return self._agent_takes_a_paste()
 
     def _settle_left(self, ledger: DeliveryLedger) -> bool:
         """Settle what an attempt left: a crash's ``pending`` against the pane's mark, then

@@ -245,6 +245,11 @@ class PollState:
 
     # -- internals -----------------------------------------------------------
 
+    def owner_of(self, ref: WorkItemRef | str) -> WorkItemRef:
+        """The work item whose record holds ``ref``'s ledger: a linked pull request's
+        owner, else ``ref`` itself."""
+        return self._owner(as_ref(ref))
+
     def _owner(self, item: WorkItemRef) -> WorkItemRef:
         known = self._owners.get(item.ref)
         if known is not None:
