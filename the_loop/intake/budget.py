@@ -286,9 +286,37 @@ def _emit_pending(ref: WorkItemRef, intake: IntakeView, kind: str) -> None:
     event = _dict(_dict(budget_of(intake, ref).get(kind)).get("event"))
     if not event:
         return
-    name, fields = str(event.get("name", "")), _dict(event.get("fields"))
-    level = "warning" if name == "budget.exceeded" else "info"
-    intake.ports.emit(name, level, **fields)
+    name, f = str(event.get("name", "")), _dict(event.get("fields"))
+    emit, item = intake.ports.emit, f.get("work_item")
+    if name == "budget.exceeded":
+        emit(
+            "budget.exceeded",
+            "warning",
+            work_item=item,
+            limit=f.get("limit"),
+            spent=f.get("spent"),
+            budget=f.get("budget"),
+            spend=f.get("spend"),
+            limits=f.get("limits"),
+        )
+    elif name == "budget.warned":
+        emit(
+            "budget.warned",
+            work_item=item,
+            limit=f.get("limit"),
+            spent=f.get("spent"),
+            budget=f.get("budget"),
+        )
+    elif name == "budget.raised":
+        emit(
+            "budget.raised",
+            work_item=item,
+            actor=f.get("actor"),
+            comment_id=f.get("comment_id"),
+            limit=f.get("limit"),
+            raised_by=f.get("raised_by"),
+            budget=f.get("budget"),
+        )
     _set(intake, ref, kind, event=None)
 
 
