@@ -22,7 +22,7 @@ from the_loop.agent.screens import box_holds
 from the_loop.agent.state import EXITED, IDLE
 from the_loop.errors import TheLoopError
 from the_loop.intake.acknowledgement import acknowledge_delivered
-from the_loop.intake.budget import BUDGET_KEY
+from the_loop.intake.budget_ledger import BUDGET_KEY
 from the_loop.intake.delivery import BUFFER_PREFIX, DELIVERED_MARK, Delivery
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.ledger import (
