@@ -34,7 +34,7 @@ from the_loop.github.backoff import PostSpacer
 from the_loop.github.client import GitHubClient
 from the_loop.github.etags import FileEtagCache, token_fingerprint
 from the_loop.github.poster import token_help
-from the_loop.intake.budget_rule import KINDS, Limits
+from the_loop.intake.budget_rule import KINDS, Limits, limits_from
 from the_loop.intake.claim_ports import ClaimPorts, Machine
 from the_loop.intake.comments import CommentPolicy, DeliverFrom
 from the_loop.intake.events import IssueComment, comments_from_json
@@ -90,8 +90,7 @@ def poll_settings(config: Config) -> PollSettings:
 
 def budget_limits(config: Config) -> Limits:
     """``routing.budget``: each limit every work item has by default (0: none)."""
-    values = {kind: config.get_float(f"routing.budget.{kind}") for kind in KINDS}
-    return Limits(**{kind: value if value > 0 else None for kind, value in values.items()})
+    return limits_from({kind: config.get_float(f"routing.budget.{kind}") for kind in KINDS})
 
 
 def interval_seconds(config: Config) -> float:

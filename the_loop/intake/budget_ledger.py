@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from the_loop.errors import TheLoopError
+from the_loop.intake.budget_rule import OVER_BUDGET as OVER_BUDGET
 from the_loop.intake.budget_rule import Crossing, Limits
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 from the_loop.intake.ports import LiveSession
@@ -34,8 +35,6 @@ MARKERS = {
     "exceeded": "<!-- the-loop:budget-exceeded nonce={nonce} -->",
     "raised": "<!-- the-loop:budget-raised nonce={nonce} -->",
 }
-#: The state of an item that reached its budget.
-OVER_BUDGET = "over-budget"
 
 
 def budget_of(intake: IntakeView, ref: WorkItemRef) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from typing import Any
 
 #: The limits a budget can have, in the order they are said.
 KINDS = ("usd", "hours", "turns")
+#: The state of an item that reached its budget (and the STATUS ``sessions list`` shows).
+OVER_BUDGET = "over-budget"
 #: The fraction of a limit at which the ticket is warned, unless the config says.
 WARN_AT = 0.8
 
@@ -55,6 +57,11 @@ class Limits:
             if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
                 values[kind] = float(value)
         return Limits(**values)
+
+
+def limits_from(values: Mapping[str, float]) -> Limits:
+    """The limits ``routing.budget``'s values give (``0``: none)."""
+    return Limits(**{kind: float(values[kind]) or None for kind in KINDS if kind in values})
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from the_loop.adapters.poll_factory import budget_limits
 from the_loop.commands.common import format_parent, load_context, note, work_item_type
 from the_loop.commands.events import since_type
 from the_loop.commands.render import Result, table_lines
 from the_loop.commands.stores import Stores, open_stores
 from the_loop.config.file import Config
-from the_loop.intake.budget import OVER_BUDGET
-from the_loop.intake.budget_rule import KINDS, Limits, crossed
+from the_loop.intake.budget_rule import KINDS, OVER_BUDGET, Limits, crossed, limits_from
 from the_loop.ref import WorkItemRef
 from the_loop.spend.figures import Spend
 
@@ -32,6 +30,11 @@ SPEND_HEADERS = ["WORK ITEM", "USD", "TURNS", "HOURS", "INPUT", "OUTPUT", "CACHE
 
 #: ``(spend, budget)`` of one work item, as ``sessions list`` shows them.
 Figures = tuple[dict[str, Any], dict[str, Any]]
+
+
+def budget_limits(config: Config) -> Limits:
+    """``routing.budget``: each limit every work item has by default (0: none)."""
+    return limits_from({kind: config.get_float(f"routing.budget.{kind}") for kind in KINDS})
 
 
 def _dict(value: object) -> dict[str, Any]:
