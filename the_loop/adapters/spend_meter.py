@@ -24,7 +24,7 @@ from typing import Any, cast
 from the_loop.agent.hooks import AGENTS_DIR, hook_log_path
 from the_loop.agent.state import WORKING, AgentState
 from the_loop.errors import TheLoopError
-from the_loop.fsio import read_json, write_json
+from the_loop.fsio import open_regular, read_json, write_json
 from the_loop.intake.ports import LiveSession
 from the_loop.portable.poll import Ledger, PollState
 from the_loop.sessions.registry import SessionRegistry
@@ -224,7 +224,7 @@ def _read_state(path: Path) -> dict[str, Any]:
 def _count_hooks(log: Path, kept: dict[str, Any]) -> None:
     """Turns and working time from the hook log's lines appended since the kept offset."""
     try:
-        descriptor = os.open(log, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        descriptor = open_regular(log)  # never a link, never blocks on a FIFO
     except OSError:
         return
     try:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from the_loop.fsio import open_regular
+
 #: How much of the end of a hook log is read: the latest events are all a state needs.
 TAIL_BYTES = 64 * 1024
 
@@ -25,7 +27,7 @@ def read_hook_log(
     log can outgrow the tail between two reads). A line cut by the tail or not JSON is
     skipped. Never follows a link."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        descriptor = open_regular(path)  # never a link, never blocks on a FIFO
     except OSError:
         return []
     try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from the_loop.agent.limits import UsageLimit, read_limit
+from the_loop.fsio import open_regular
 
 #: How much of the end of a transcript is read for its last message.
 TAIL_BYTES = 32 * 1024
@@ -52,7 +53,7 @@ def read_transcript(
     if path is None:
         return None
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        descriptor = open_regular(path)  # never a link, never blocks on a FIFO
     except OSError:
         return None
     try:
