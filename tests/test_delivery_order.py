@@ -31,46 +31,59 @@ from the_loop.intake.ledger import (
     Verdict,
     Why,
 )
+from the_loop.intake.ports import LiveSession
 
 
-def test_five_comments_and_a_crash_after_the_first_pending_arrive_in_thread_order_once(
+@pytest.mark.parametrize("crash_at", ["after-pending", "after-paste"])
+def test_five_comments_pasted_together_and_a_crash_arrive_in_thread_order_once(
     world: PollWorld,  # noqa: F811 - the imported fixture
     github: FakeGitHub,  # noqa: F811 - the imported fixture
     tmux_socket: str,  # noqa: F811 - the imported fixture
+    crash_at: str,
 ) -> None:
+    """Five comments waiting at once go in as one run (one paste: the stand-in agent
+    does not say what it received), every one pending under one attempt; a crash before
+    the paste retries them all, one after it finds the run's mark and settles them all,
+    and either way each is in the pane once, in thread order."""
     github.add_comment(REPO, 15, "the-loop start", login="alice")
     assert poll_in_child(world) == 0
     assert wait_until(lambda: "PROMPT" in world.read())
     texts = [f"comment number {n} of the thread." for n in range(5)]
     ids = [github.add_comment(REPO, 15, text, login="alice").id for text in texts]
-    assert poll_in_child(world, crash_at="after-pending") == -signal.SIGKILL
-    assert [comment_row(world, i)["state"] for i in ids] == ["pending"] + ["waiting"] * 4
+    assert poll_in_child(world, crash_at=crash_at) == -signal.SIGKILL
+    rows = [comment_row(world, i) for i in ids]
+    assert [row["state"] for row in rows] == ["pending"] * 5
+    assert len({row["begun"] for row in rows}) == 1  # one attempt, numbered once
     assert poll_in_child(world) == 0
     assert wait_until(lambda: texts[-1] in world.read())
     assert poll_in_child(world) == 0  # nothing is left to paste, or pasted again
     read = world.read()
     assert [read.count(text) for text in texts] == [1] * 5
     assert sorted(texts, key=read.index) == texts, read
-    delivered = [e["comment_id"] for e in world.events_named("poll.comment_delivered")]
-    assert delivered == ids
+    events = world.events_named("poll.comment_delivered")
+    assert [e["comment_id"] for e in events] == ids
+    resolved = {e.get("resolved") for e in events}
+    assert resolved == ({"marked"} if crash_at == "after-paste" else {None})
+    assert {e["attempt"] for e in events} == ({1} if crash_at == "after-paste" else {2})
 
 
 class RefusingWorld(SeamWorld):
-    """The seam's world, whose tmux refuses the first paste of the comments named."""
+    """The seam's world, whose tmux refuses the first paste holding a text named."""
 
     def __init__(self, tmp_path: Path, socket: str) -> None:
         super().__init__(tmp_path, socket)
-        self.refuse_once: set[int] = set()
+        self.refuse_once: set[str] = set()
 
     def intake(self) -> Intake:
         intake = super().intake()
         paste = intake.ports.deliver
 
-        def deliver(target: str, delivery: Delivery) -> None:
-            if delivery.comment_id in self.refuse_once:
-                self.refuse_once.discard(delivery.comment_id)
+        def deliver(session: LiveSession, delivery: Delivery) -> None:
+            refused = {text for text in self.refuse_once if text in delivery.text}
+            if refused:
+                self.refuse_once -= refused
                 raise TheLoopError("tmux refused the paste")
-            paste(target, delivery)
+            paste(session, delivery)
 
         return Intake(intake.settings, dataclasses.replace(intake.ports, deliver=deliver))
 
@@ -85,7 +98,7 @@ def test_a_refused_paste_holds_the_comments_after_it_until_its_retry_went_in(
 ) -> None:
     started(refusing)
     notes = [comment(200 + n, f"Note {n} of three.", minutes=n + 1) for n in range(3)]
-    refusing.refuse_once = {200}
+    refusing.refuse_once = {"Note 0 of three."}
     first = refusing.feed(*notes)
     assert first.counts.delivered == 0, "nothing overtakes the refused paste"
     second = refusing.feed()

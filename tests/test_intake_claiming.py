@@ -330,8 +330,8 @@ class World:
         self.live.pop(ref, None)
         return 0, 0
 
-    def deliver(self, target: str, delivery: Delivery) -> None:
-        del target
+    def deliver(self, session: LiveSession, delivery: Delivery) -> None:
+        del session
         self.pasted.append(delivery.comment_id)
 
     def emit(self, event: str, level: str = "info", **fields: Any) -> None:

@@ -240,11 +240,12 @@ def test_a_delivery_cut_short_at_any_step_is_neither_lost_nor_repeated(
     text = world.read()
     assert (text.count("First words."), text.count("Then more.")) == (1, 1)
     assert text.index("First words.") < text.index("Then more."), "thread order, retry or not"
-    # One event per paste: one found by its mark after the crash says so.
+    # One event per comment: the two went in as one paste (a run), so the ones found by
+    # the run's mark after the crash say so, both.
     events = world.events_named("poll.comment_delivered")
     assert [e["comment_id"] for e in events] == [104, 105]
     assert [e.get("resolved") for e in events] == (
-        ["marked", None] if step == "after-paste" else [None, None]
+        ["marked", "marked"] if step == "after-paste" else [None, None]
     )
 
 

@@ -15,6 +15,7 @@ from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixtu
 from tests.test_intake_seam import ITEM, T0, Known, SeamWorld, comment, started, world  # noqa: F401
 from the_loop.intake.delivery import Delivery
 from the_loop.intake.intake import Intake
+from the_loop.intake.ports import LiveSession
 from the_loop.intake.watched import ListedNumbers
 from the_loop.portable.poll import DELIVERIES, Ledger
 from the_loop.ref import WorkItemRef
@@ -43,8 +44,8 @@ class Logged:
                 yield
                 self.log.append("let go")
 
-        def logged_paste(target: str, delivery: Delivery) -> None:
-            paste(target, delivery)
+        def logged_paste(session: LiveSession, delivery: Delivery) -> None:
+            paste(session, delivery)
             self.log.append(f"paste {delivery.comment_id}")
             if on_paste is not None:
                 on_paste(delivery)
@@ -79,14 +80,28 @@ def test_a_comment_the_ledger_holds_is_settled_while_another_reader_holds_its_it
 def test_a_drain_takes_its_items_hold_for_one_paste_at_a_time(
     world: SeamWorld,  # noqa: F811 - the imported fixture
 ) -> None:
+    """A backlog of comments is one paste (a run, named by its last comment), and a
+    review's paste after it is another: the hold is let go between them."""
     started(world)
     backlog = [comment(110 + n, f"Backlog note {n}.", minutes=1 + n) for n in range(3)]
     logged = Logged(world.intake())
-    one_round(logged.intake, *backlog)
-    assert wait_until(lambda: "Backlog note 2." in world.read())
+
+    def review_queued(ledger: Ledger) -> None:  # as a review's paste is queued: no hold
+        row = {"id": "review-7", "state": "waiting", "attempts": 0, "by": "bob"}
+        ledger[DELIVERIES] = [*ledger.get(DELIVERIES, []), {**row, "text": "A review."}]
+
+    round_ = logged.intake.round(ITEM)
+    round_.watch(listed=ListedNumbers(ITEM, frozenset({15})), knowledge=Known(), read_from=T0)
+    for note in backlog:
+        round_.comment(note)
+    world.intake().ports.ledger.change(ITEM, review_queued)
+    round_.deliver()
+    assert wait_until(lambda: "A review." in world.read())
     queued = ["hold", "let go"] * 3
-    pastes = [step for n in range(3) for step in ("hold", f"paste {110 + n}", "let go")]
+    pastes = ["hold", "paste 112", "let go", "hold", "paste review-7", "let go"]
     assert logged.log == [*queued, *pastes, "hold", "let go"]
+    text = world.read()
+    assert text.index("Backlog note 0.") < text.index("Backlog note 2.") < text.index("A review.")
 
 
 def test_what_the_other_reader_queued_after_a_drain_began_is_its_own_to_paste(
@@ -96,8 +111,9 @@ def test_what_the_other_reader_queued_after_a_drain_began_is_its_own_to_paste(
     first, second = comment(111, "First of two.", minutes=1), comment(112, "Second.", minutes=2)
     later = comment(130, "Queued meanwhile.", minutes=3)
 
-    def queue_later(delivery: Delivery) -> None:
-        if delivery.comment_id != first.id:
+    def queue_later(delivery: Delivery) -> None:  # as the first paste goes in
+        del delivery
+        if str(later.id) in str(world.intake().ports.ledger.deliveries(ITEM)):
             return
 
         def change(ledger: Ledger) -> None:  # as a review's paste is queued: no hold taken
@@ -109,7 +125,8 @@ def test_what_the_other_reader_queued_after_a_drain_began_is_its_own_to_paste(
 
     logged = Logged(world.intake(), on_paste=queue_later)
     one_round(logged.intake, first, second)
-    assert [step for step in logged.log if step.startswith("paste")] == ["paste 111", "paste 112"]
+    # The two went in as one paste (a run, named by its last comment); 130 was not in it.
+    assert [step for step in logged.log if step.startswith("paste")] == ["paste 112"]
     other = Logged(world.intake())
     one_round(other.intake)  # the other reader's deliveries
     assert [step for step in other.log if step.startswith("paste")] == ["paste 130"]

@@ -83,12 +83,15 @@ def test_sigterm_inside_a_cycle_finishes_the_delivery_under_way_exits_0_and_leav
     world: PollWorld,  # noqa: F811 - the imported fixture
     github: FakeGitHub,  # noqa: F811 - the imported fixture
 ) -> None:
+    """The three comments waiting go in as one paste (a run); a comment written while it
+    is under way is the rest, left for the next poll."""
     started_session(world, github)
-    texts = ("first waiting", "second waiting", "third waiting")
-    ids = [str(github.add_comment(REPO, 15, text, login="alice").id) for text in texts]
+    texts = ("first waiting", "second waiting", "third waiting", "written meanwhile")
+    ids = [str(github.add_comment(REPO, 15, text, login="alice").id) for text in texts[:3]]
     daemon, paused = poller(world, "after-pending")
     try:
         assert wait_until(paused.exists, timeout=30)  # the first delivery is under way
+        ids.append(str(github.add_comment(REPO, 15, texts[3], login="alice").id))
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(timeout=30) == 0, daemon.communicate()[1]
     finally:
@@ -96,18 +99,18 @@ def test_sigterm_inside_a_cycle_finishes_the_delivery_under_way_exits_0_and_leav
             daemon.kill()
             daemon.wait()
     assert poller_holder(world.layout.poll_pidfile) is None
-    assert rows_of(world) == {ids[0]: "delivered", ids[1]: "waiting", ids[2]: "waiting"}
+    assert rows_of(world) == {ids[0]: "delivered", ids[1]: "delivered", ids[2]: "delivered"}
     report = json.loads((world.layout.local_dir / "poll-status.json").read_text())
-    assert (report["stopped"], report["delivered"]) == (True, 1)
+    assert (report["stopped"], report["delivered"]) == (True, 3)
     stopped = world.events_named("poll.stopped")
     assert [(e["signal"], e["cut_short"], e["cycles"]) for e in stopped] == [("SIGTERM", True, 1)]
-    assert wait_until(lambda: texts[0] in world.read())
-
-    assert world.poll()["delivered"] == 2
     assert wait_until(lambda: texts[2] in world.read())
+
+    assert world.poll()["delivered"] == 1
+    assert wait_until(lambda: texts[3] in world.read())
     content = world.read()
-    assert [content.count(text) for text in texts] == [1, 1, 1]
-    assert content.index(texts[0]) < content.index(texts[1]) < content.index(texts[2])
+    assert [content.count(text) for text in texts] == [1, 1, 1, 1]
+    assert sorted(texts, key=content.index) == list(texts)
 
 
 @pytest.mark.parametrize("handled", [0, 1])

@@ -3,11 +3,13 @@ list, a per-delivery buffer that is gone afterwards, and text that tmux could mi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixture
+from the_loop.dispatch.process import DispatchError
 from the_loop.dispatch.tmux import PaneDead, TmuxRunner
 from the_loop.intake.delivery import DELIVERED_MARK
 from the_loop.intake.ports import ItemFacts
@@ -79,3 +81,32 @@ def test_a_dead_pane_gets_no_paste_and_the_server_and_the_other_agent_survive(
     assert tmux.liveness(NAME) == "dead" and tmux.liveness(other) == "live"
     tmux.deliver(other, "the-loop-y-5-1", "still here", (DELIVERED_MARK, "5"))
     assert wait_until(lambda: out.exists() and out.read_text() == "still here\n")
+
+
+@pytest.mark.parametrize("root", ["/srv/state", "/srv/odd #{x},}y} root"])
+def test_a_session_another_state_root_started_gets_no_paste_ours_and_an_untagged_one_do(
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+    root: str,
+) -> None:
+    """The owner check is in the paste's own command list (no instant between the check
+    and the paste), compared as tmux's format sees it: a root holding ``#``, ``,`` or
+    ``}`` is still told from another."""
+    ours = TmuxRunner(socket=tmux_socket, timeout=30, owner=root)
+    theirs = TmuxRunner(socket=tmux_socket, timeout=30, owner=root + "-other")
+    untagged = TmuxRunner(socket=tmux_socket, timeout=30)
+    outputs = {name: tmp_path / f"{name}.txt" for name in ("mine", "foreign", "bare")}
+    ours.spawn("loop-mine", tmp_path, ["bash", "-c", f'exec cat > "{outputs["mine"]}"'])
+    theirs.spawn("loop-foreign", tmp_path, ["bash", "-c", f'exec cat > "{outputs["foreign"]}"'])
+    untagged.spawn("loop-bare", tmp_path, ["bash", "-c", f'exec cat > "{outputs["bare"]}"'])
+    with pytest.raises(DispatchError, match=f"belongs to the state root {re.escape(root)}-other"):
+        ours.deliver("loop-foreign", "the-loop-x-7-1", "not for them", (DELIVERED_MARK, "7"))
+    assert ours.pane_option("loop-foreign", DELIVERED_MARK) is None
+    buffers = ours._tmux("list-buffers", "-F", "#{buffer_name}", check=False).stdout  # pyright: ignore[reportPrivateUsage]
+    assert "the-loop-x-7-1" not in buffers
+    for name in ("mine", "bare"):
+        ours.deliver(f"loop-{name}", f"the-loop-x-{name}-1", f"for {name}", (DELIVERED_MARK, "8"))
+        out, said = outputs[name], f"for {name}\n"
+        assert wait_until(lambda: out.read_text() == said), name  # noqa: B023 - used at once
+        assert ours.pane_option(f"loop-{name}", DELIVERED_MARK) == "8"
+    assert outputs["foreign"].read_text() == ""

@@ -1012,13 +1012,17 @@ def _last_event_set_long_ago(loop: Loop) -> None:
 def test_last_event_moves_on_each_delivery_pause_resume_and_stop(loop: Loop):
     from the_loop.adapters.actions import Actions
     from the_loop.commands.stores import open_dispatcher
+    from the_loop.intake.comments import SessionState
     from the_loop.intake.delivery import Delivery
+    from the_loop.intake.ports import LiveSession
+    from the_loop.ref import WorkItemRef
 
     assert loop.run("sessions", "start", "--work-item", ITEM) == 0
     _last_event_set_long_ago(loop)
     stores = loop.stores
     actions = Actions(stores, open_dispatcher(loop.context, stores), "")
-    actions.deliver(TARGET, Delivery(1001, "a comment", "the-loop-github-octo-app-15-1001-1"))
+    session = LiveSession(WorkItemRef.parse(ITEM), SessionState.ACTIVE, TARGET)
+    actions.deliver(session, Delivery(1001, "a comment", "the-loop-github-octo-app-15-1001-1"))
     [row] = loop.listing()
     assert row["lastEventAt"] != LONG_AGO and row["recentDeliveries"] == ["1001"]
     for action in ("pause", "resume", "stop"):

@@ -163,32 +163,29 @@ class Actions:
         if target and record is not None and target != record.tmux_target:
             self.dispatcher.teardown.end_tmux_session(target)
 
-    def deliver(self, target: str, delivery: Delivery) -> None:
-        """Paste and mark in one tmux command list; never into a pane another state root
-        started under the same name (a failed attempt, retried and given up as any)."""
-        owner = self.dispatcher.tmux.foreign_owner(target)
-        if owner is not None:
-            raise TheLoopError(f"tmux session {target} belongs to the state root {owner}")
+    def deliver(self, session: LiveSession, delivery: Delivery) -> None:
+        """Paste into ``session``'s pane and mark it in one tmux command list; never into
+        a pane another state root started under the same name (that check is in the same
+        list: a failed attempt, retried and given up as any)."""
+        target = session.tmux_target
         self.dispatcher.tmux.deliver(
             target, delivery.buffer_name, delivery.text, (DELIVERED_MARK, delivery.mark_value)
         )
-        self._stamp_delivery(target, delivery)
+        self._stamp_delivery(session, delivery)
 
-    def _stamp_delivery(self, target: str, delivery: Delivery) -> None:
-        """Stamp the endpoint pasted into (``lastEventAt``, the delivery remembered). The
-        paste is done: a failure here must not make it count as failed (and pasted again)."""
-        registry = self.stores.registry
+    def _stamp_delivery(self, session: LiveSession, delivery: Delivery) -> None:
+        """Stamp the endpoint of ``session``'s record pasted into (``lastEventAt``, the
+        delivery remembered): that one record is read, whatever the store's size. The
+        paste is done: a failure here must not make it count as failed (and pasted
+        again)."""
+        registry, target = self.stores.registry, session.tmux_target
         try:
-            with registry.snapshot():  # each record read once; an unreadable one is no news
-                found = [
-                    (record.work_item, endpoint.work_item)
-                    for record in map(registry.find_by_work_item, registry.refs())
-                    if record is not None
-                    for endpoint in record.endpoints()
-                    if endpoint.is_live and endpoint.tmux_target == target
-                ]
-            for owner, endpoint_ref in found[:1]:
-                registry.touch(owner, str(delivery.comment_id), endpoint_ref)
+            record = registry.find_by_work_item(session.ref)
+            endpoints = record.endpoints() if record is not None else ()
+            for endpoint in endpoints:
+                if endpoint.is_live and endpoint.tmux_target == target:
+                    registry.touch(session.ref, str(delivery.comment_id), endpoint.work_item)
+                    return
         except (OSError, TheLoopError):
             return
 

@@ -70,12 +70,15 @@ _POLL_SECONDS = 0.05
 _KILL_SETTLE_SECONDS = 5.0
 #: The longest a listing of every pane may take before tmux counts as not answering.
 LIST_TIMEOUT_SECONDS = 10.0
-#: Said when a live session holds the name: it may be another start's, so nothing is ended.
 #: The session option naming the state root that started a session: on a tmux server
 #: shared by several projects, one project never ends another's agent.
 OWNER_OPTION = "@the-loop-root"
+#: Said when a live session holds the name: it may be another start's, so nothing is ended.
 RUNNING_HINT = "it may be another start's session; see `the-loop sessions list`"
-#: What a delivery's command list prints when it found the pane dead and pasted nothing.
+#: What a delivery's command list prints when it pasted nothing: the pane dead (``1``), or
+#: the session another state root's (``0``).
+_REFUSED = "the-loop:refused-"
+#: What a key's command list prints when it found the pane dead and sent nothing.
 _PANE_DEAD = "the-loop:pane-dead"
 #: A word a delivery's command list names unquoted (a buffer, a pane option, its value).
 _TMUX_WORD = re.compile(r"[@A-Za-z0-9._~-]{1,200}")
@@ -345,14 +348,15 @@ class TmuxRunner:
 
         ``load-buffer`` reads the text from this client's stdin into the per-delivery
         ``buffer`` (never the command line, which tmux caps at about 16 KB); then
-        ``if-shell -F '#{pane_dead}'`` decides, in the server, in the same list: a dead
-        pane gets nothing (the buffer is deleted and :class:`PaneDead` raised: a paste
-        into a pane ``remain-on-exit`` kept crashes tmux 3.3a, every session with it); a
-        live one gets ``paste-buffer -p -d`` (bracketed, the buffer deleted), Enter, and
-        ``set-option -p`` of ``mark`` (option, value). tmux runs the list in one go and
-        stops at the first failure, so the pane carries the mark exactly when the paste
-        happened, and no instant lies between the check and the paste.
-        ``DispatchError`` when tmux refuses.
+        ``if-shell -F`` decides, in the server, in the same list: a dead pane, or a
+        session another state root started under the name, gets nothing (the buffer is
+        deleted; :class:`PaneDead`, or a ``DispatchError`` naming that root, is raised: a
+        paste into a pane ``remain-on-exit`` kept crashes tmux 3.3a, every session with
+        it); a live one of ours gets ``paste-buffer -p -d`` (bracketed, the buffer
+        deleted), Enter, and ``set-option -p`` of ``mark`` (option, value). tmux runs the
+        list in one go and stops at the first failure, so the pane carries the mark
+        exactly when the paste happened, and no instant lies between the checks and the
+        paste. ``DispatchError`` when tmux refuses.
         """
         check_name(name)
         target = f"={name}:"
@@ -360,19 +364,33 @@ class TmuxRunner:
         for word in (buffer, option, value):
             if not _TMUX_WORD.fullmatch(word):
                 raise ValueError(f"refusing tmux word {word!r} in a delivery")
-        dead = f"delete-buffer -b {buffer} ; display-message -p {_PANE_DEAD}"
+        refuse = (
+            f"delete-buffer -b {buffer} ; display-message -p -t {target} '{_REFUSED}#{{pane_dead}}'"
+        )
         live = (
             f"paste-buffer -p -d -b {buffer} -t {target} ; send-keys -t {target} Enter ; "
             f"set-option -p -t {target} {option} {value}"
         )
         argv = self.command(
             *("load-buffer", "-b", buffer, "-", ";"),
-            *("if-shell", "-F", "-t", target, "#{pane_dead}", dead, live),
+            *("if-shell", "-F", "-t", target, self._refusal(), refuse, live),
         )
         client = self._client_env()
         result = self._run(argv, timeout=self.timeout, check=True, env=client, input=text)
-        if _PANE_DEAD in result.stdout:
+        if f"{_REFUSED}1" in result.stdout:
             raise PaneDead(f"the agent in tmux session {name} has exited: nothing was pasted")
+        if _REFUSED in result.stdout:
+            owner = self.owner_of(name) or "another state root"
+            raise DispatchError(f"tmux session {name} belongs to the state root {owner}")
+
+    def _refusal(self) -> str:
+        """The format that is true when a delivery must paste nothing: the pane is dead,
+        or its session is tagged with a state root other than this runner's."""
+        if not self.owner:
+            return "#{pane_dead}"
+        ours = re.sub(r"[#,}]", lambda found: f"#{found.group()}", self.owner)
+        option = f"#{{{OWNER_OPTION}}}"
+        return f"#{{||:#{{pane_dead}},#{{&&:{option},#{{!=:{option},{ours}}}}}}}"
 
     def pane_view(self, name: str) -> PaneView | None:
         """The pane of ``name`` as the agent room reads it, in one tmux call: dead or

@@ -35,6 +35,7 @@ from the_loop.intake.ledger import (
     breaker,
 )
 from the_loop.intake.ports import Action, LiveSession
+from the_loop.intake.runs import SEPARATOR, run_of
 from the_loop.portable.poll import DELIVERIES, Ledger, PollState
 from the_loop.ref import WorkItemRef
 
@@ -178,12 +179,32 @@ class _Pane:
             return False  # queued since this drain began: the reader that queued it goes on
         if not self._may_paste(rows):
             return False  # they wait, in order, in the ledger
-        self.attempted.add(due.comment_id)
-        ledger = self._attempt(ledger_of(rows), due.comment_id, _text(rows, due.comment_id))
-        done = ledger.entry(due.comment_id)
-        if done is not None and done.state is DeliveryState.DELIVERED:
-            self._count_delivered(rows, due.comment_id)
+        keys = self._run(ledger_of(rows), rows)
+        self.attempted.update(keys)
+        ledger = self._attempt(ledger_of(rows), keys, rows)
+        for key in keys:
+            done = ledger.entry(key)
+            if done is not None and done.state is DeliveryState.DELIVERED:
+                self._count_delivered(rows, key)
         return True
+
+    def _run(self, ledger: DeliveryLedger, rows: list[Row]) -> tuple[DeliveryKey, ...]:
+        """The due entry and the comments pasted with it (:mod:`~the_loop.intake.runs`):
+        the due entry alone for an agent that says what it received, which takes one
+        paste per turn and is given each on its word."""
+        if self._confirming():
+            due = ledger.due
+            return (due.comment_id,) if due is not None else ()
+        limit = self.settings.max_deliveries_per_hour
+        times = [float(r["at"]) for r in rows if isinstance(r.get("at"), int | float)]
+        recent = breaker(times, now=self.ports.clock(), max_per_hour=limit).recent
+        return run_of(
+            ledger,
+            waiting=(self.waiting or set()) - self.attempted,
+            max_retries=self._retries,
+            allowance=max(1, limit - recent),
+            text=lambda key: _text(rows, key),
+        )
 
     def _may_paste(self, rows: list[Row]) -> bool:
         """Whether a paste may go in now: no stop asked, the breaker closed, the item not
@@ -291,34 +312,39 @@ class _Pane:
         return self.settings.max_retries
 
     def _attempt(
-        self, ledger: DeliveryLedger, comment_id: DeliveryKey, text: str
+        self, ledger: DeliveryLedger, keys: tuple[DeliveryKey, ...], rows: list[Row]
     ) -> DeliveryLedger:
-        """One attempt: pending → paste+mark → delivered (or back to waiting, or given up)."""
-        ports, ref = self.ports, self.ref
+        """One attempt at ``keys`` (one entry, or a run pasted together): pending →
+        paste+mark → delivered (or back to waiting, or given up), each entry alike."""
+        ports, ref, last = self.ports, self.ref, keys[-1]
         ports.checkpoint("before-pending")
-        begun = ledger.begin(comment_id, max_retries=self._retries)
+        if len(keys) == 1:
+            begun = ledger.begin(last, max_retries=self._retries)
+        else:
+            begun = ledger.begin_run(keys, max_retries=self._retries)
         store_ledger(self.polls, ref, begun, ports.clock())
         ports.checkpoint("after-pending")
-        attempt = _attempts(begun, comment_id)
-        delivery = Delivery(comment_id, text, f"{BUFFER_PREFIX}{ref.slug}-{comment_id}-{attempt}")
+        attempt = _attempts(begun, last)
+        text = SEPARATOR.join(_text(rows, key) for key in keys)
+        delivery = Delivery(last, text, f"{BUFFER_PREFIX}{ref.slug}-{last}-{attempt}")
         try:
-            ports.deliver(self.target, delivery)
+            ports.deliver(self.session, delivery)
         except TheLoopError as error:
-            ports.warn(f"{ref.ref}: could not paste comment {comment_id}: {error}")
-            resolution = begun.paste_failed(comment_id, max_retries=self._retries)
-            return self._settle(begun, (resolution,))
+            named = f"comment {last}" if len(keys) == 1 else f"comments {', '.join(map(str, keys))}"
+            ports.warn(f"{ref.ref}: could not paste {named}: {error}")
+            failed = (begun.paste_failed(key, max_retries=self._retries) for key in keys)
+            return self._settle(begun, tuple(failed))
         # The paste and the mark are one tmux command list, run by the server as one unit:
         # no instant lies between them, so "after the paste" is "after the mark".
         ports.checkpoint("after-paste")
         ports.checkpoint("after-mark")
-        if self._confirming():
-            done = begun.pasted_in(comment_id)  # delivered once the agent says it took it
-            store_ledger(self.polls, ref, done, ports.clock())
-            ports.checkpoint("after-delivered")
-            return done
-        done = begun.delivered(comment_id)
+        confirming, done = self._confirming(), begun
+        for key in keys:  # delivered once the agent says it took it, when it says
+            done = done.pasted_in(key) if confirming else done.delivered(key)
         store_ledger(self.polls, ref, done, ports.clock())
-        self._emit_delivered(comment_id, attempt)
+        if not confirming:
+            for key in keys:
+                self._emit_delivered(key, _attempts(done, key))
         ports.checkpoint("after-delivered")
         return done
 

@@ -14,7 +14,7 @@ which decides a crash's ``pending``; the pane mark names only the last paste.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -136,6 +136,33 @@ class DeliveryLedger:
         begun = DeliveryEntry(comment_id, DeliveryState.PENDING, entry.attempts + 1, latest + 1)
         return DeliveryLedger(tuple(begun if e == entry else e for e in self.entries))
 
+    def begin_run(self, comment_ids: Sequence[DeliveryKey], *, max_retries: int) -> DeliveryLedger:
+        """Start one attempt that pastes ``comment_ids`` together, as one paste: each
+        becomes ``pending`` under the same number (the pane's latest + 1), so the mark of
+        the run's last entry vouches for every one of them (:meth:`resolve`).
+
+        Refused while an entry is pending or awaits the agent's word, unless the ids are
+        the first entries still ``waiting`` or ``held`` in thread order (nothing is
+        overtaken), and when one of them has no attempt left.
+        """
+        if self.pending or self.pasted:
+            raise LedgerTransitionError("an earlier paste is not settled yet")
+        waiting = [
+            e for e in self.entries if e.state in (DeliveryState.WAITING, DeliveryState.HELD)
+        ]
+        run = waiting[: len(comment_ids)]
+        if not comment_ids or [e.comment_id for e in run] != list(comment_ids):
+            raise LedgerTransitionError(f"{list(comment_ids)} are not the next in the thread")
+        spent = next((e for e in run if e.attempts >= max_retries), None)
+        if spent is not None:
+            raise LedgerTransitionError(f"comment {spent.comment_id} has no attempt left")
+        number = max((e.begun for e in self.entries), default=0) + 1
+        begun = {
+            e.comment_id: DeliveryEntry(e.comment_id, DeliveryState.PENDING, e.attempts + 1, number)
+            for e in run
+        }
+        return DeliveryLedger(tuple(begun.get(e.comment_id, e) for e in self.entries))
+
     def delivered(self, comment_id: DeliveryKey) -> DeliveryLedger:
         """The paste and the mark are done: ``pending`` → ``delivered``."""
         return self._set(self._expect(comment_id, DeliveryState.PENDING), DeliveryState.DELIVERED)
@@ -180,16 +207,18 @@ class DeliveryLedger:
         """On restart: each ``pending`` entry, in the order its attempt began, given the
         pane's delivered mark.
 
-        The entry the mark names was pasted: delivered. One whose attempt began before a
-        later paste (the mark names a later-begun entry, or one is delivered) may have
-        been: given up, never pasted twice. Any other was not pasted: retried while
-        attempts are left, else given up.
+        The entry the mark names was pasted: delivered, and with it every entry its
+        attempt pasted together (:meth:`begin_run`: the same number). One whose attempt
+        began before a later paste (the mark names a later-begun entry, or one is
+        delivered) may have been: given up, never pasted twice. Any other was not pasted:
+        retried while attempts are left, else given up.
         """
         order = self._attempt_order()
         rank = {entry.comment_id: position for position, entry in enumerate(order)}
         marked = max(
             (rank[e.comment_id] for e in order if str(e.comment_id) == pane_mark), default=-1
         )
+        run = order[marked].begun if marked >= 0 else 0
         done = (DeliveryState.DELIVERED, DeliveryState.PASTED)
         delivered = [rank[e.comment_id] for e in order if e.state in done]
         last_paste = max([marked, *delivered])
@@ -197,7 +226,7 @@ class DeliveryLedger:
         for entry in order:
             if entry.state is not DeliveryState.PENDING:
                 continue
-            if rank[entry.comment_id] == marked:
+            if rank[entry.comment_id] == marked or (run > 0 and entry.begun == run):
                 resolutions.append(Resolution(entry.comment_id, Verdict.DELIVERED, Why.MARKED))
             elif rank[entry.comment_id] < last_paste:
                 resolutions.append(Resolution(entry.comment_id, Verdict.GIVE_UP, Why.OVERWRITTEN))

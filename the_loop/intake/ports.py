@@ -141,12 +141,12 @@ class IntakePorts:
     cleanup)`` takes the dispatcher's one close path (and says how many checkouts it
     removed and how many it kept for the work they hold), and ``close_gone(ref, why)`` the
     same for an item GitHub no longer has (checkouts kept); ``end_endpoint(owner, pr,
-    state)`` ends only a linked PR's endpoint; ``deliver(target, delivery)`` pastes and
-    marks in one tmux command list; ``pane_mark(target)`` reads the mark back;
-    ``checkpoint(step)`` is a no-op hook the crash test uses to stop the process at
-    each step of a delivery; ``should_stop()`` is asked between items; ``permission`` is
-    asked before an authorized login commands, when the settings require write access
-    (None: nobody can be checked, so no such command runs).
+    state)`` ends only a linked PR's endpoint; ``deliver(session, delivery)`` pastes
+    into the session's pane and marks it in one tmux command list; ``pane_mark(target)``
+    reads the mark back; ``checkpoint(step)`` is a no-op hook the crash test uses to stop
+    the process at each step of a delivery; ``should_stop()`` is asked between items;
+    ``permission`` is asked before an authorized login commands, when the settings
+    require write access (None: nobody can be checked, so no such command runs).
     """
 
     github: GitHubPort
@@ -158,7 +158,7 @@ class IntakePorts:
     close: Callable[[WorkItemRef, bool], tuple[int, int]]
     close_gone: Callable[[WorkItemRef, str], None]
     end_endpoint: Callable[[WorkItemRef, WorkItemRef, str], None]
-    deliver: Callable[[str, Delivery], None]
+    deliver: Callable[[LiveSession, Delivery], None]
     pane_mark: Callable[[str], str | None]
     emit: Callable[..., object]
     clock: Callable[[], float]
