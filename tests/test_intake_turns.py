@@ -133,3 +133,50 @@ def test_what_the_other_reader_queued_after_a_drain_began_is_its_own_to_paste(
     assert wait_until(lambda: "Queued meanwhile." in world.read())
     text = world.read()
     assert [text.count(c.body) for c in (first, second, later)] == [1, 1, 1]
+
+
+def test_a_run_takes_only_what_waited_when_its_drain_began(
+    world: SeamWorld,  # noqa: F811 - the imported fixture
+) -> None:
+    """A comment queued while the drain pasted a review comes after the run's comments in
+    the thread, but is not in the run: the reader that queued it pastes it."""
+    started(world)
+    first, second = comment(111, "First of two.", minutes=1), comment(112, "Second.", minutes=2)
+    later = comment(130, "Queued meanwhile.", minutes=3)
+
+    def review_first(ledger: Ledger) -> None:
+        row = {
+            "id": "review-7",
+            "state": "waiting",
+            "attempts": 0,
+            "by": "bob",
+            "text": "A review.",
+        }
+        ledger[DELIVERIES] = [row, *ledger.get(DELIVERIES, [])]
+
+    def queue_later(delivery: Delivery) -> None:  # as the review's paste goes in
+        if delivery.comment_id != "review-7":
+            return
+
+        def change(ledger: Ledger) -> None:
+            ledger["seenComments"].append(str(later.id))
+            row = {"id": str(later.id), "state": "waiting", "attempts": 0, "by": "alice"}
+            ledger[DELIVERIES] = [*ledger.get(DELIVERIES, []), {**row, "text": later.body}]
+
+        world.intake().ports.ledger.change(ITEM, change)
+
+    logged = Logged(world.intake(), on_paste=queue_later)
+    round_ = logged.intake.round(ITEM)
+    round_.watch(listed=ListedNumbers(ITEM, frozenset({15})), knowledge=Known(), read_from=T0)
+    round_.comment(first)
+    round_.comment(second)
+    world.intake().ports.ledger.change(ITEM, review_first)
+    round_.deliver()
+    pastes = [step for step in logged.log if step.startswith("paste")]
+    assert pastes == ["paste review-7", "paste 112"]
+    other = Logged(world.intake())
+    one_round(other.intake)
+    assert [step for step in other.log if step.startswith("paste")] == ["paste 130"]
+    assert wait_until(lambda: "Queued meanwhile." in world.read())
+    text = world.read()
+    assert [text.count(c.body) for c in (first, second, later)] == [1, 1, 1]

@@ -83,7 +83,7 @@ def test_a_dead_pane_gets_no_paste_and_the_server_and_the_other_agent_survive(
     assert wait_until(lambda: out.exists() and out.read_text() == "still here\n")
 
 
-@pytest.mark.parametrize("root", ["/srv/state", "/srv/odd #{x},}y} root"])
+@pytest.mark.parametrize("root", ["/srv/state", "/srv/odd #{x},}y} root", "/srv/a#[b]##[c]"])
 def test_a_session_another_state_root_started_gets_no_paste_ours_and_an_untagged_one_do(
     tmp_path: Path,
     tmux_socket: str,  # noqa: F811 - the imported fixture

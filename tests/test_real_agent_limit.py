@@ -259,6 +259,8 @@ def test_a_held_turn_whose_busy_line_alone_moves_is_stalled_and_new_output_is_no
     assert len(loop.events_named("session.stalled")) == 1
     assert len(loop.notices(15, "no sign of progress")) == 1
     loop.poll_until(lambda: loop.events_named("session.stall_cleared"), what="the stall cleared")
-    assert len(loop.notices(15, "no sign of progress")) == 1, "said once, then edited"
+    # Said once, then edited. A loaded machine may stall the answer's own turn past the
+    # 3 s threshold: that is a second episode, said once in its turn, never a repeat.
     bodies = [c.body for c in github.comments if "no sign of progress" in c.body]
-    assert len(bodies) == 1 and "then " in bodies[0]
+    assert 1 <= len(bodies) <= len(loop.events_named("session.stalled")), bodies
+    assert "then " in bodies[0], "the first notice edited when its stall cleared"

@@ -371,9 +371,15 @@ class TmuxRunner:
             f"paste-buffer -p -d -b {buffer} -t {target} ; send-keys -t {target} Enter ; "
             f"set-option -p -t {target} {option} {value}"
         )
+        refusal = self._refusal()
+        if refusal is None:  # an owner a format cannot spell: asked apart, as before
+            owner = self.foreign_owner(name)
+            if owner is not None:
+                raise DispatchError(f"tmux session {name} belongs to the state root {owner}")
+            refusal = "#{pane_dead}"
         argv = self.command(
             *("load-buffer", "-b", buffer, "-", ";"),
-            *("if-shell", "-F", "-t", target, self._refusal(), refuse, live),
+            *("if-shell", "-F", "-t", target, refusal, refuse, live),
         )
         client = self._client_env()
         result = self._run(argv, timeout=self.timeout, check=True, env=client, input=text)
@@ -383,11 +389,17 @@ class TmuxRunner:
             owner = self.owner_of(name) or "another state root"
             raise DispatchError(f"tmux session {name} belongs to the state root {owner}")
 
-    def _refusal(self) -> str:
+    def _refusal(self) -> str | None:
         """The format that is true when a delivery must paste nothing: the pane is dead,
-        or its session is tagged with a state root other than this runner's."""
+        or its session is tagged with a state root other than this runner's; None when
+        the root holds ``#[``, which tmux keeps as a style, never unescapes. A format
+        finds ``@the-loop-root`` through tmux's option chain (pane, window, session,
+        global), where :meth:`owner_of` reads the session's alone: they differ only for
+        an option someone set by hand elsewhere."""
         if not self.owner:
             return "#{pane_dead}"
+        if "#[" in self.owner:
+            return None
         ours = re.sub(r"[#,}]", lambda found: f"#{found.group()}", self.owner)
         option = f"#{{{OWNER_OPTION}}}"
         return f"#{{||:#{{pane_dead}},#{{&&:{option},#{{!=:{option},{ours}}}}}}}"

@@ -54,11 +54,14 @@ class Delivery:
     comment_id: int | str
     text: str
     buffer_name: str
+    #: The attempt's number among the pane's (0: unnumbered): the mark names it too.
+    number: int = 0
 
     @property
     def mark_value(self) -> str:
-        """The value :data:`DELIVERED_MARK` gets in the same tmux command list as the paste."""
-        return str(self.comment_id)
+        """The value :data:`DELIVERED_MARK` gets in the same tmux command list as the paste:
+        ``<id>~<attempt number>`` (:func:`~the_loop.intake.ledger.pane_mark_of`)."""
+        return f"{self.comment_id}~{self.number}" if self.number > 0 else str(self.comment_id)
 
 
 def build_delivery(comment: Comment, *, trusted: bool, attempt: int) -> Delivery:

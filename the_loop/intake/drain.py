@@ -35,7 +35,7 @@ from the_loop.intake.ledger import (
     breaker,
 )
 from the_loop.intake.ports import Action, LiveSession
-from the_loop.intake.runs import SEPARATOR, run_of
+from the_loop.intake.runs import CONFIRMING_HARNESSES, SEPARATOR, run_of
 from the_loop.portable.poll import DELIVERIES, Ledger, PollState
 from the_loop.ref import WorkItemRef
 
@@ -192,8 +192,8 @@ class _Pane:
         """The due entry and the comments pasted with it (:mod:`~the_loop.intake.runs`):
         the due entry alone for an agent that says what it received, which takes one
         paste per turn and is given each on its word."""
-        if self._confirming():
-            due = ledger.due
+        if self._confirming() or self.session.harness in CONFIRMING_HARNESSES:
+            due = ledger.due  # also while its hook log is still empty: never a run
             return (due.comment_id,) if due is not None else ()
         limit = self.settings.max_deliveries_per_hour
         times = [float(r["at"]) for r in rows if isinstance(r.get("at"), int | float)]
@@ -201,7 +201,6 @@ class _Pane:
         return run_of(
             ledger,
             waiting=(self.waiting or set()) - self.attempted,
-            max_retries=self._retries,
             allowance=max(1, limit - recent),
             text=lambda key: _text(rows, key),
         )
@@ -326,7 +325,10 @@ class _Pane:
         ports.checkpoint("after-pending")
         attempt = _attempts(begun, last)
         text = SEPARATOR.join(_text(rows, key) for key in keys)
-        delivery = Delivery(last, text, f"{BUFFER_PREFIX}{ref.slug}-{last}-{attempt}")
+        entry = begun.entry(last)
+        number = entry.begun if entry is not None else 0
+        buffer = f"{BUFFER_PREFIX}{ref.slug}-{last}-{attempt}"
+        delivery = Delivery(last, text, buffer, number)
         try:
             ports.deliver(self.session, delivery)
         except TheLoopError as error:

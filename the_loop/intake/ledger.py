@@ -26,6 +26,16 @@ HOUR_SECONDS = 3600.0
 DeliveryKey = int | str
 
 
+#: Between the id and the attempt's number in a pane's delivered mark (never in a key).
+MARK_SEPARATOR = "~"
+
+
+def pane_mark_of(comment_id: DeliveryKey, number: int) -> str:
+    """The delivered mark of the attempt numbered ``number`` whose last entry is
+    ``comment_id``: ``<id>~<number>`` (the id alone for an unnumbered attempt)."""
+    return f"{comment_id}{MARK_SEPARATOR}{number}" if number > 0 else str(comment_id)
+
+
 class LedgerTransitionError(ValueError):
     """A transition the state machine forbids (a caller's bug)."""
 
@@ -139,11 +149,11 @@ class DeliveryLedger:
     def begin_run(self, comment_ids: Sequence[DeliveryKey], *, max_retries: int) -> DeliveryLedger:
         """Start one attempt that pastes ``comment_ids`` together, as one paste: each
         becomes ``pending`` under the same number (the pane's latest + 1), so the mark of
-        the run's last entry vouches for every one of them (:meth:`resolve`).
+        that attempt vouches for every one of them (:meth:`resolve`).
 
-        Refused while an entry is pending or awaits the agent's word, unless the ids are
-        the first entries still ``waiting`` or ``held`` in thread order (nothing is
-        overtaken), and when one of them has no attempt left.
+        The ids must be the first entries still ``waiting`` or ``held``, in thread order
+        (nothing is overtaken), each with an attempt left; refused too while an entry is
+        pending or awaits the agent's word.
         """
         if self.pending or self.pasted:
             raise LedgerTransitionError("an earlier paste is not settled yet")
@@ -207,18 +217,25 @@ class DeliveryLedger:
         """On restart: each ``pending`` entry, in the order its attempt began, given the
         pane's delivered mark.
 
-        The entry the mark names was pasted: delivered, and with it every entry its
-        attempt pasted together (:meth:`begin_run`: the same number). One whose attempt
-        began before a later paste (the mark names a later-begun entry, or one is
-        delivered) may have been: given up, never pasted twice. Any other was not pasted:
-        retried while attempts are left, else given up.
+        The mark is ``<id>~<number>``: the last entry an attempt pasted and that attempt's
+        number (:func:`pane_mark_of`); a mark of an older release is the id alone, and
+        names that entry's latest attempt. Every entry whose latest attempt is the marked
+        one was pasted (a run: :meth:`begin_run`): delivered. One whose attempt began
+        before a later paste (the marked one, or a delivered entry's) may have been: given
+        up, never pasted twice. Any other was not pasted: retried while attempts are
+        left, else given up.
         """
         order = self._attempt_order()
         rank = {entry.comment_id: position for position, entry in enumerate(order)}
-        marked = max(
-            (rank[e.comment_id] for e in order if str(e.comment_id) == pane_mark), default=-1
-        )
-        run = order[marked].begun if marked >= 0 else 0
+        key, _, number = (pane_mark or "").partition(MARK_SEPARATOR)
+        named = [e for e in order if str(e.comment_id) == key]
+        run = int(number) if number.isdigit() else (named[0].begun if named else 0)
+        if number.isdigit() or run > 0:
+            marked_set = [e for e in order if e.begun == run and run > 0]
+        else:
+            marked_set = named  # an older release's unnumbered entry, named by its id
+        marked_ids = {e.comment_id for e in marked_set}
+        marked = max((rank[e.comment_id] for e in marked_set), default=-1)
         done = (DeliveryState.DELIVERED, DeliveryState.PASTED)
         delivered = [rank[e.comment_id] for e in order if e.state in done]
         last_paste = max([marked, *delivered])
@@ -226,7 +243,7 @@ class DeliveryLedger:
         for entry in order:
             if entry.state is not DeliveryState.PENDING:
                 continue
-            if rank[entry.comment_id] == marked or (run > 0 and entry.begun == run):
+            if entry.comment_id in marked_ids:
                 resolutions.append(Resolution(entry.comment_id, Verdict.DELIVERED, Why.MARKED))
             elif rank[entry.comment_id] < last_paste:
                 resolutions.append(Resolution(entry.comment_id, Verdict.GIVE_UP, Why.OVERWRITTEN))
