@@ -182,22 +182,34 @@ class ApiServer:
         tail = LogTail(stream.log)
         self._streams += 1
         try:
-            try:
-                first = [] if head.method == "HEAD" else tail.start(resume)
-            except OSError as error:
-                unread = f"the event log cannot be read: {error.strerror or error}"
-                await self._reply(
-                    writer, refusal(HTTPStatus.INTERNAL_SERVER_ERROR, STREAM, unread), head
-                )
-                return
-            writer.write(STREAM_HEAD)
-            self.answered += 1
-            if head.method != "HEAD":
-                assert self._stopping is not None
-                await feed(tail, first, reader, writer, self._stopping)
+            await self._feed(tail, resume, head, reader, writer)
         finally:
             tail.close()
             self._streams -= 1
+
+    async def _feed(
+        self,
+        tail: LogTail,
+        resume: int | None,
+        head: Head,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """The stream's head, then its frames until the client closes or the server stops
+        (500 when the log cannot be opened; a ``HEAD`` gets the head alone)."""
+        try:
+            first = [] if head.method == "HEAD" else tail.start(resume)
+        except OSError as error:
+            unread = f"the event log cannot be read: {error.strerror or error}"
+            await self._reply(
+                writer, refusal(HTTPStatus.INTERNAL_SERVER_ERROR, STREAM, unread), head
+            )
+            return
+        writer.write(STREAM_HEAD)
+        self.answered += 1
+        if head.method != "HEAD":
+            assert self._stopping is not None
+            await feed(tail, first, reader, writer, self._stopping)
 
     def _gate(self, head: Head) -> Answer | None:
         """The refusal ``head`` gets before any read, or None when it may be routed."""

@@ -122,9 +122,9 @@ class LogTail:
         complete = data.rfind(b"\n") + 1
         self._pending = data[complete:]
         offset = self._read_at - len(data)
-        for line in data[:complete].splitlines(keepends=True):
-            offset += len(line)
-            frames.append(log_frame(line[:-1], offset))
+        for line in data[: complete - 1].split(b"\n") if complete else ():
+            offset += len(line) + 1
+            frames.append(log_frame(line, offset))
         return frames
 
     def close(self) -> None:
@@ -189,13 +189,15 @@ async def feed(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     stopping: asyncio.Event,
+    *,
+    keep_alive: float = KEEP_ALIVE_SECONDS,
 ) -> None:
     """Write ``first``, then the frames of ``tail`` as they come (a keep-alive comment after
-    :data:`KEEP_ALIVE_SECONDS` of silence), until the client closes or ``stopping`` is set.
+    ``keep_alive`` seconds of silence), until the client closes or ``stopping`` is set.
 
     A look that found frames is followed by the next at once, after the client took them
     (so a stream behind catches up at the client's pace); one that found none waits
-    :data:`POLL_SECONDS`. ``ConnectionError`` propagates.
+    :data:`POLL_SECONDS`. ``OSError`` (the client gone, the log unreadable) propagates.
     """
     loop = asyncio.get_running_loop()
     ended = (
@@ -208,7 +210,7 @@ async def feed(
             if frames:
                 writer.write(b"".join(frames))
                 quiet_since = loop.time()
-            elif loop.time() - quiet_since >= KEEP_ALIVE_SECONDS:
+            elif loop.time() - quiet_since >= keep_alive:
                 writer.write(KEEP_ALIVE)
                 quiet_since = loop.time()
             if await _ended_before(writer.drain(), ended):
