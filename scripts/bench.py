@@ -623,6 +623,11 @@ SECTIONS = (
         "the agent's hooks and a start with the real Claude Code",
     ),
     (
+        "bench_api",
+        "The local API (the-loop serve in its own process, a client on loopback):",
+        "the local API's work items at 1,000 and 10,000 items",
+    ),
+    (
         "bench_spend",
         "The spend meter (in process; a transcript read whole, then one turn appended):",
         "the spend meter over a 50 MB transcript",

@@ -43,6 +43,7 @@ COMMAND_MODULES = {
     "state": "the_loop.commands.state",
     "poll": "the_loop.commands.poll",
     "webhook": "the_loop.commands.webhook",
+    "serve": "the_loop.commands.serve",
     "completion": "the_loop.commands.completion",
     "config": "the_loop.commands.config",
     "docs": "the_loop.commands.docs",

@@ -27,6 +27,7 @@ POLL_PIDFILE = "poll.pid"
 DAEMON_LOCKS_DIR = "daemons"
 POLL_LOCK = "poll.lock"
 WEBHOOK_LOCK = "webhook.lock"
+SERVE_LOCK = "serve.lock"
 ETAG_CACHE_FILE = "poll-etags.json"
 WATCHED_FILE = "poll-watched.json"
 LEGACY_DIR = "sessions"
@@ -106,6 +107,21 @@ class StateLayout:
     def webhook_lock(self) -> Path:
         """The webhook receiver's exclusion: ``locks/daemons/webhook.lock``."""
         return self.locks_dir / DAEMON_LOCKS_DIR / WEBHOOK_LOCK
+
+    @property
+    def serve_lock(self) -> Path:
+        """The API server's exclusion: ``locks/daemons/serve.lock``."""
+        return self.locks_dir / DAEMON_LOCKS_DIR / SERVE_LOCK
+
+    @property
+    def api_token(self) -> Path:
+        """The local API's token: ``local/api-token`` (mode 0600)."""
+        return self.local_dir / "api-token"
+
+    @property
+    def serve_pidfile(self) -> Path:
+        """The API server's pidfile: ``local/serve.pid`` (its exclusion is its lock)."""
+        return self.local_dir / "serve.pid"
 
     @property
     def local_locks_dir(self) -> Path:
@@ -437,6 +453,41 @@ GENERATED_PATHS: tuple[GeneratedPath, ...] = (
         False,
         "the pid of the poller holding the lock beside it",
         "what poll status and poll stop name, and reset warns about",
+    ),
+    GeneratedPath(
+        "serve lock",
+        "locks/daemons/serve.lock",
+        False,
+        "an empty lock file the running API server holds with flock for its whole life",
+        "one API server per state root: a second is refused while it is held",
+    ),
+    GeneratedPath(
+        "serve lock pid",
+        "locks/daemons/serve.pid",
+        False,
+        "the pid of the API server holding the lock beside it",
+        "what serve status and serve stop name, and reset warns about",
+    ),
+    GeneratedPath(
+        "serve pidfile",
+        "local/serve.pid",
+        False,
+        "the pid of a running API server, locked by it (not the exclusion: its lock is)",
+        "other tools find the server here",
+    ),
+    GeneratedPath(
+        "serve status",
+        "local/serve-status.json",
+        False,
+        "the API server's pid and address, when it started and stopped",
+        "what the-loop serve status shows",
+    ),
+    GeneratedPath(
+        "API token",
+        "local/api-token",
+        False,
+        "the local API's bearer token, made once by the-loop serve, mode 0600",
+        "only the operator reads the API; it never reaches an agent's environment",
     ),
     GeneratedPath(
         "lock files",

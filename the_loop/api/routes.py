@@ -17,9 +17,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from the_loop import __version__
 from the_loop.api.answer import HTML_TYPE, UNAUTHORIZED_PAGE, Answer, document, refusal
+from the_loop.api.board_routes import WORK_ITEMS, attention, one_work_item, work_items
 from the_loop.api.cli_reads import CommandReadError, command_document
 from the_loop.api.stream import Stream
 from the_loop.api.token import COOKIE, Codes, cookie_value
+from the_loop.api.views import Views
 from the_loop.commands.common import Context
 from the_loop.fsio import read_bytes
 
@@ -42,12 +44,15 @@ class Served:
     daemons: Callable[[], list[dict[str, object]]]
     codes: Codes
     token: str
+    views: Views
 
 
 def route(served: Served, target: str) -> Answer | Stream:
     """The answer to ``GET target`` (its path and query)."""
     split = urlsplit(target)
     query = parse_qs(split.query, keep_blank_values=True)
+    if split.path.startswith(WORK_ITEMS + "/") and len(split.path) > len(WORK_ITEMS) + 1:
+        return one_work_item(served.views, split.path[len(WORK_ITEMS) + 1 :], query)
     handler = _ROUTES.get(split.path.rstrip("/") or "/")
     if handler is None:
         return refusal(HTTPStatus.NOT_FOUND, "api", f"no route {split.path}")
@@ -140,6 +145,8 @@ _ROUTES: dict[str, Callable[[Served, Mapping[str, list[str]]], Answer | Stream]]
     "/api/v1/sessions": _sessions,
     "/api/v1/events": _events,
     "/api/v1/events/stream": _event_stream,
+    WORK_ITEMS: lambda served, query: work_items(served.views, query),
+    "/api/v1/attention": lambda served, query: attention(served.views, query),
 }
 ROUTES = tuple(_ROUTES)
 

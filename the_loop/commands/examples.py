@@ -88,6 +88,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "THE_LOOP_GH_WEBHOOK_SECRET=... the-loop webhook",
         "the-loop webhook --insecure",
     ),
+    "serve": ("the-loop serve", "the-loop serve --port 0", "the-loop serve --host ::1"),
+    "serve status": ("the-loop serve status", "the-loop serve status --format json"),
+    "serve stop": ("the-loop serve stop",),
+    "serve link": ("the-loop serve link", 'xdg-open "$(the-loop serve link)"'),
     "webhook status": ("the-loop webhook status", "the-loop webhook status --format json"),
     "webhook stop": ("the-loop webhook stop",),
     "completion": (

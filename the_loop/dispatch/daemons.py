@@ -73,6 +73,11 @@ def receiver_files(layout: StateLayout) -> DaemonFiles:
     return DaemonFiles("webhook receiver", layout.webhook_lock, layout.pidfile)
 
 
+def server_files(layout: StateLayout) -> DaemonFiles:
+    """The API server's: ``locks/daemons/serve.lock`` and ``local/serve.pid``."""
+    return DaemonFiles("API server", layout.serve_lock, layout.serve_pidfile)
+
+
 def pid_is_running(pid: int) -> bool:
     """True when a process with ``pid`` exists (ours or another user's)."""
     if pid <= 0:
@@ -132,11 +137,11 @@ def _pidfiles(layout: StateLayout) -> tuple[tuple[str, Path], ...]:
 
 
 def running_daemons(layout: StateLayout) -> list[RunningDaemon]:
-    """The webhook receiver and the poller of ``layout``'s root when one holds its lock
-    (:func:`holding_daemon`), or else when its pidfile names a live process (``evidence``
-    says which)."""
+    """The webhook receiver, the poller and the API server of ``layout``'s root when one
+    holds its lock (:func:`holding_daemon`), or else when its pidfile names a live process
+    (``evidence`` says which)."""
     found: list[RunningDaemon] = []
-    for files in (receiver_files(layout), poller_files(layout)):
+    for files in (receiver_files(layout), poller_files(layout), server_files(layout)):
         held = holding_daemon(files)
         if held is not None:
             found.append(held)

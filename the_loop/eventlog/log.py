@@ -155,9 +155,10 @@ EVENT_TYPES: dict[str, str] = {
     "poll.command": "An authorized keyword comment ran its control action (work_item, command, "
     "actor,"
     " comment_id, outcome).",
-    "poll.comment_delivered": "A comment was pasted into the session's pane and marked "
-    "(work_item, comment_id, attempt; resolved: `marked` when a crashed attempt's paste was "
-    "found by its mark in the pane, by whichever reader came next).",
+    "poll.comment_delivered": "A comment was pasted into the session's pane, alone or with the "
+    "comments that waited with it, and the paste marked (work_item, comment_id, attempt; "
+    "resolved: `marked` when a crashed attempt's paste was found by its mark in the pane, by "
+    "whichever reader came next).",
     "poll.comment_held": "A comment on a paused item was held until resume (work_item, "
     "comment_id).",
     "poll.paste_submitted": (
@@ -205,6 +206,10 @@ EVENT_TYPES: dict[str, str] = {
     "webhook.stopped": "The webhook receiver stopped on SIGTERM or SIGINT after finishing what it "
     "had accepted (signal, accepted, duplicate, rejected: its counts since it started; left: the "
     "accepted deliveries still in the inbox).",
+    "serve.started": "The local API server started listening (host, port, exposed: true when it "
+    "listens beyond loopback).",
+    "serve.stopped": "The local API server stopped on SIGTERM or SIGINT (signal, answered: the "
+    "requests it answered).",
     "webhook.left_in_inbox": "The webhook receiver stopped with accepted deliveries it had not "
     "acted on; they wait in the inbox for its next start (left; reason: deadline when not "
     "finished within webhook.finishSeconds, failed when a batch's round failed, no-token "

@@ -185,7 +185,7 @@ def run_list(args: argparse.Namespace) -> Result:
     rows = [row._replace(figures=found) for row, found in zip(rows, spent, strict=True)]
     rows = with_agent_states(rows, _observer(context, stores))
     if args.status is None:
-        rows = held_elsewhere(rows, _holders(context))
+        rows = held_elsewhere(rows, held_by_others(context))
     if args.all and args.status is None:
         rows += transcripts(sessions, states)
     if not rows:
@@ -237,7 +237,7 @@ def _observer(context: Context, stores: Stores) -> Callable[[Session], AgentStat
     return observe
 
 
-def _holders(context: Context) -> dict[str, dict[str, object]]:
+def held_by_others(context: Context) -> dict[str, dict[str, object]]:
     """The items other machines hold, as this machine's claim book says (none without one)."""
     from the_loop.adapters.claim_file import CLAIMS_FILE, FileClaimBook
     from the_loop.sessions.machine import MACHINE_FILE, read_machine_id
