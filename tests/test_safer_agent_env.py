@@ -146,3 +146,21 @@ def test_the_withheld_names_cover_every_token_variable_the_loop_reads() -> None:
         session_id="s", work_item=WorkItemRef.parse("github:octo/app#1"), prompt=""
     )
     assert argv == ["agent"], "nothing to unset per harness when no harness passes anything"
+
+
+def test_an_agent_spawned_beside_the_api_holds_neither_its_token_nor_its_cookie(
+    tmp_path: Path,
+    tmux_socket: str,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+    secrets: dict[str, str],
+) -> None:
+    """The API's token is in a file, never a variable the-loop sets (issue 30): an agent
+    spawned after ``serve`` made it sees neither it nor the cookie that proves it."""
+    from the_loop.api.token import api_token, cookie_value
+
+    del secrets
+    world = EnvWorld(tmp_path, tmux_socket, github)
+    token = api_token(world.layout.api_token, make=True)
+    environment = "\n".join(f"{k}={v}" for k, v in world.start_agent(github).items())
+    assert token not in environment and cookie_value(token) not in environment
+    assert token not in world.server_environment()
