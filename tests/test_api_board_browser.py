@@ -4,9 +4,9 @@ records the CLI wrote. The one-time link, the rows and their pull requests, the
 timeline by mouse and by keyboard, a blocked agent on top of attention within a second
 of its event (no reload), the server gone, the 401 page, and no console error.
 
-The screenshots land in pytest's temporary directory (``board-screenshots*`` under
-its base temp; the path is printed, shown with ``-rP``): nothing is written to the
-checkout.
+The screenshots are kept as test artifacts in ``test-artifacts/`` at the checkout's
+root (ignored by git; ``$THE_LOOP_TEST_ARTIFACTS`` names another place), where a run
+of ``make check`` or CI leaves them.
 """
 
 from __future__ import annotations
@@ -278,7 +278,10 @@ def test_a_click_or_enter_opens_the_items_timeline_and_escape_closes_it(board: B
 def test_the_board_reads_at_a_desk_and_on_a_phone_without_console_errors(
     chromium: Browser, served: Served, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    shots = tmp_path_factory.mktemp("board-screenshots")
+    del tmp_path_factory
+    default = Path(__file__).resolve().parents[1] / "test-artifacts"
+    shots = Path(os.environ.get("THE_LOOP_TEST_ARTIFACTS") or default)
+    shots.mkdir(parents=True, exist_ok=True)
     for name, viewport in (("desk", DESK), ("phone", PHONE)):
         shown = open_board(chromium, fresh_link(served), viewport)
         try:

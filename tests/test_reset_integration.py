@@ -285,6 +285,30 @@ def test_a_webhook_receiver_holding_its_lock_is_warned_about_by_its_lock(
     assert "webhook receiver" not in capsys.readouterr().err
 
 
+def test_a_running_api_server_is_warned_about_for_what_it_shows(
+    machine: Machine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30: `the-loop serve` is warned about as the other daemons are, for what it
+    does (it writes no record, but shows what it read)."""
+    from the_loop.dispatch.daemons import DaemonLock, server_files
+
+    machine.armed(ITEM)
+    lock = DaemonLock(server_files(machine.layout))
+    lock.acquire()
+    try:
+        assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
+    finally:
+        lock.release()
+    err = capsys.readouterr().err
+    held = machine.layout.serve_lock
+    assert (
+        f"the API server looks like it is running (pid {os.getpid()} holds the lock on {held}); "
+        "it writes no record"
+    ) in err
+    assert machine.run("--work-item", ITEM.ref, "--dry-run") == 0
+    assert "API server" not in capsys.readouterr().err
+
+
 def test_a_live_pid_in_poll_pid_that_holds_no_lock_is_warned_about_and_said_so(
     machine: Machine, capsys: pytest.CaptureFixture[str]
 ) -> None:

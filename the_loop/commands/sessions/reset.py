@@ -75,8 +75,8 @@ def warnings_for(context: Context) -> list[str]:
     from the_loop.dispatch.daemons import pidfile_problems, running_daemons
 
     found = [
-        f"the {daemon.name} looks like it is running ({_how_found(daemon)}); it can write "
-        "in-flight poll state back after this reset — stop it first for a clean slate"
+        f"the {daemon.name} looks like it is running ({_how_found(daemon)}); "
+        + _WHY_STOP.get(daemon.name, _WRITES_BACK)
         for daemon in running_daemons(context.layout)
     ]
     found.extend(
@@ -94,6 +94,17 @@ def warnings_for(context: Context) -> list[str]:
             "again and may re-spawn on the next poll cycle instead of waiting for a start"
         )
     return found
+
+
+#: Why a running daemon matters to a reset: the poller's and the receiver's words.
+_WRITES_BACK = (
+    "it can write in-flight poll state back after this reset — stop it first for a clean slate"
+)
+#: The API server writes no record, but shows whoever reads it what it read.
+_WHY_STOP = {
+    "API server": "it writes no record, but a board open on it shows the items this reset "
+    "removes until its next read — stop it first if nobody should see them",
+}
 
 
 def _how_found(daemon: RunningDaemon) -> str:
