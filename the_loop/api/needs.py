@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from the_loop.api.work_items import Item
+from the_loop.intake.ci_round import CI, ESCALATION
 
 #: How long a paste may stay pending or unconfirmed before a person should look.
 PENDING_TOO_LONG_SECONDS = 600.0
@@ -48,6 +49,15 @@ def item_needs(item: Item, sections: Mapping[str, Any], *, now: float) -> list[N
     for row in cast(list[object], rows) if isinstance(rows, list) else []:
         if isinstance(row, dict):
             needs += _delivery_needs(ref, cast(Mapping[str, Any], row), now)
+    for pr, ledger in _mapping(sections.get("pullRequests")).items():
+        escalation = _mapping(_mapping(_mapping(ledger).get(CI)).get(ESCALATION))
+        if escalation:
+            pushes = escalation.get("failingPushes") or "several"
+            detail = (
+                f"CI of {pr} failed on {pushes} pushes in a row: its failures are no longer pasted"
+            )
+            since = escalation.get("at") or escalation.get("postedAt")
+            needs.append(_need(ref, "ci-budget", detail, since, now))
     control = _mapping(item.get("control"))
     live = session is not None and _mapping(session).get("status") in ("active", "paused")
     if control.get("command") == "start" and not live and item.get("claim") is None:
