@@ -289,3 +289,18 @@ def _poll_state(server: Server) -> PollState:
 
     stores = stores_at(server.world.layout, source="test", on_warning=lambda _s: None)
     return PollState(stores.store)
+
+
+def test_a_config_problem_needs_a_person(server: Server) -> None:
+    """What the daemons started now would refuse is on the attention list, as `config
+    check` words it, until the file is right again."""
+    assert _document(server.get("/api/v1/attention")[2])["items"] == []
+    path = server.world.config_path
+    good = path.read_text()
+    document = json.loads(good)
+    document["polling"] = {**document.get("polling", {}), "intervalSecs": 5}
+    path.write_text(json.dumps(document))
+    [need] = _document(server.get("/api/v1/attention")[2])["items"]
+    assert (need["ref"], need["kind"]) == (None, "config") and "intervalSecs" in need["detail"]
+    path.write_text(good)
+    assert _document(server.get("/api/v1/attention")[2])["items"] == []

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from the_loop.api.answer import document_of_rows, etag_of
@@ -71,6 +71,8 @@ class Views:
         self._sessions = FileCache[RecordRead](layout.local_dir, read_record_file)
         self._board: Board | None = None
         self._built: dict[str, _Built] = {}
+        self._config_key: tuple[int, int, int] | None = None
+        self._config_problems: tuple[str, ...] = ()
         self._lock = threading.Lock()
 
     def board(self) -> Board:
@@ -92,7 +94,28 @@ class Views:
         dying)."""
         board, now = self.board(), self._clock()
         live = [item["ref"] for item in board.items if _live(item)]
-        return ordered([*_aged(board.needs, now), *dying(self.tail(), live, now=now)])
+        found = [*_aged(board.needs, now), *dying(self.tail(), live, now=now)]
+        return ordered([*found, *self._config_needs(now)])
+
+    def _config_needs(self, now: float) -> list[Need]:
+        """The config file's problems as ``config check`` finds them (checked again only
+        when the file changed): what the daemons started now would refuse."""
+        from the_loop.config.file import check_file
+
+        path = self.context.config.source
+        if path is None:
+            return []
+        try:
+            info = os.stat(path)
+        except OSError:
+            return [_config_need(f"the config file {path} is gone", None, now)]
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        with self._lock:
+            if self._config_key != key:
+                self._config_problems = tuple(check_file(path).problems)
+                self._config_key = key
+            problems = self._config_problems
+        return [_config_need(problem, info.st_mtime, now) for problem in problems]
 
     def _build(self, now: float) -> Board:
         """The board from the records as they are now; an item whose record, session
@@ -189,6 +212,17 @@ def _built(
     return _Built(
         key, item, found, row, deadline if deadline is not None and deadline > now else None
     )
+
+
+def _config_need(problem: str, since: float | None, now: float) -> Need:
+    at = datetime.fromtimestamp(since, UTC) if since is not None else None
+    return {
+        "ref": None,
+        "kind": "config",
+        "detail": problem,
+        "since": at.strftime("%Y-%m-%dT%H:%M:%SZ") if at is not None else None,
+        "ageSeconds": round(max(0.0, now - since), 1) if since is not None else None,
+    }
 
 
 def _aged(needs: list[Need], now: float) -> list[Need]:
