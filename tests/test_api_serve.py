@@ -235,10 +235,13 @@ def test_health_names_the_root_the_config_and_this_server(server: Server) -> Non
     [item] = _document(server.get("/api/v1/health")[2])["items"]
     assert item["stateRoot"] == str(server.world.layout.root)
     assert item["config"] == str(server.world.config_path)
+    assert item["configWhy"] == "named by --config"
     daemons = {d["name"]: d for d in item["daemons"]}
     assert daemons["API server"]["running"] is True
     assert daemons["API server"]["pid"] == server.process.pid
-    assert daemons["poller"]["running"] is False
+    assert daemons["API server"]["report"]["url"] == server.url
+    assert daemons["poller"]["running"] is False and daemons["poller"]["report"] is None
+    assert item["rateRemaining"] is None and item["backoff"] is None
 
 
 def test_status_says_where_it_runs_and_stop_ends_it(server: Server) -> None:
@@ -304,3 +307,28 @@ def test_a_config_problem_needs_a_person(server: Server) -> None:
     assert (need["ref"], need["kind"]) == (None, "config") and "intervalSecs" in need["detail"]
     path.write_text(good)
     assert _document(server.get("/api/v1/attention")[2])["items"] == []
+
+
+def test_an_items_nodes_are_its_repository_files_and_follow_it(server: Server) -> None:
+    """``nodes`` lists the process state of the item's repository file in its session's
+    checkout, read again when that file changes; empty for an item without one."""
+    items = _document(server.get("/api/v1/work-items")[2])["items"]
+    assert [item["nodes"] for item in items] == [[], []]
+    specs = server.place / "docs" / "specs" / WorkItemRef.parse(ITEM).slug
+    specs.mkdir(parents=True)
+    state = specs / "work-item-state.json"
+    document = {"version": 2, "workItem": ITEM, "currentNode": "design"}
+    document["nodes"] = {"requirements": {"status": "pass", "by": "alice"}, "design": "active"}
+    state.write_text(json.dumps(document))
+    _poll_state(server).change(WorkItemRef.parse(ITEM), lambda ledger: ledger.update(seen=1))
+    first = _document(server.get("/api/v1/work-items")[2])["items"][0]
+    assert first["nodes"] == [
+        {"node": "requirements", "status": "pass", "by": "alice"},
+        {"node": "design", "status": "active"},
+    ]
+    document["nodes"]["design"] = {"status": "pass", "by": "bob"}
+    temp = state.with_name(".next")
+    temp.write_text(json.dumps(document))
+    temp.replace(state)  # as the file is written: replaced, nothing else changed
+    again = _document(server.get("/api/v1/work-items")[2])["items"][0]
+    assert again["nodes"][1] == {"node": "design", "status": "pass", "by": "bob"}

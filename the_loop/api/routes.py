@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from importlib.resources import files
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from the_loop import __version__
@@ -45,6 +46,9 @@ class Served:
     codes: Codes
     token: str
     views: Views
+    #: How the config file in use was found (``--config``, ``$THE_LOOP_CLI_CONFIG``, the
+    #: nearest ``.the-loop/``, the home's), or that none was.
+    config_why: str = ""
 
 
 def route(served: Served, target: str) -> Answer | Stream:
@@ -67,15 +71,38 @@ def _health(served: Served, query: Mapping[str, list[str]]) -> Answer:
     context = served.context
     choice = context.root_choice
     config = context.config.source
-    item = {
+    local = context.layout.local_dir
+    poll = _json_file(local / "poll-status.json")
+    said = cast(dict[str, Any], poll) if isinstance(poll, dict) else {}
+    reports: dict[str, object] = {
+        "poller": poll,
+        "webhook receiver": _json_file(local / "webhook-status.json"),
+        "API server": _json_file(local / "serve-status.json"),
+    }
+    item: dict[str, object] = {
         "version": __version__,
         "stateRoot": str(context.layout.root),
         "stateRootWhy": choice.reason if choice is not None else "",
         "config": str(config) if config is not None else None,
-        "daemons": served.daemons(),
-        "poll": _json_file(context.layout.local_dir / "poll-status.json"),
+        "configWhy": served.config_why,
+        "daemons": [
+            {**daemon, "report": reports.get(str(daemon.get("name")))}
+            for daemon in served.daemons()
+        ],
+        "rateRemaining": said.get("rate_remaining"),
+        "lastCycle": said.get("finishedAt"),
+        "backingOff": said.get("backing_off") or None,
+        "backoff": said.get("backoff") if _backing(said.get("backoff")) else None,
     }
     return Answer(HTTPStatus.OK, document("api health", (item,)))
+
+
+def _backing(backoff: object) -> bool:
+    """Whether the poller's back-off record says it waits (failures, or a resume ahead)."""
+    if not isinstance(backoff, dict):
+        return False
+    shown = cast(dict[str, Any], backoff)
+    return bool(shown.get("failures")) or bool(shown.get("resumeAt"))
 
 
 def _sessions(served: Served, query: Mapping[str, list[str]]) -> Answer:

@@ -31,11 +31,13 @@ from the_loop.api.needs import (
     pending_deadline,
     root_needs,
 )
+from the_loop.api.process_nodes import nodes_stamp
 from the_loop.api.work_items import Item, pull_request_refs, work_item
 from the_loop.commands.common import Context
 from the_loop.fsio import read_bytes
 from the_loop.portable.format import LoadedRecord, load_record
 from the_loop.records.directory import is_named_for
+from the_loop.ref import WorkItemRef
 from the_loop.sessions.record_file import RecordRead, read_record_file
 from the_loop.sessions.session import Session
 
@@ -71,6 +73,9 @@ class Views:
         self._sessions = FileCache[RecordRead](layout.local_dir, read_record_file)
         self._board: Board | None = None
         self._built: dict[str, _Built] = {}
+        #: The repository files the board shows nodes of, and their stats then: a change
+        #: of one is a change of the board (a file made since waits for a record's change).
+        self._spec_files: list[tuple[tuple[str, WorkItemRef], object]] = []
         self._config_key: tuple[int, int, int] | None = None
         self._config_problems: tuple[str, ...] = ()
         self._lock = threading.Lock()
@@ -84,6 +89,7 @@ class Views:
                 and now < held.valid_until
                 and self._portable.unchanged()
                 and self._sessions.unchanged()
+                and all(nodes_stamp(*where)[0] == stamp for where, stamp in self._spec_files)
             ):
                 return held
             self._board = self._build(now)
@@ -141,16 +147,30 @@ class Views:
         built: dict[str, _Built] = {}
         for ref in sorted({*portable, *sessions, *holders} - nested):
             record, session, holder = portable.get(ref), sessions.get(ref), holders.get(ref)
-            key = (record[0] if record else None, session[0] if session else None, repr(holder))
+            stamp, read_nodes = (
+                nodes_stamp(session[1].cwd, session[1].work_item) if session else (None, list)
+            )
+            key = (
+                record[0] if record else None,
+                session[0] if session else None,
+                repr(holder),
+                stamp,
+            )
             held = self._built.get(ref)
             if (
                 held is None
                 or held.key != key
                 or (held.deadline is not None and now >= held.deadline)
             ):
-                held = _built(ref, key, record[1] if record else {}, session, holder, now)
+                sections = record[1] if record else {}
+                held = _built(ref, key, sections, session, holder, now, read_nodes)
             built[ref] = held
         self._built = built
+        self._spec_files = [
+            ((sessions[ref][1].cwd, sessions[ref][1].work_item), each.key[3])
+            for ref, each in built.items()
+            if each.key[3] is not None and ref in sessions
+        ]
         needs = [need for each in built.values() for need in each.needs]
         needs += root_needs(self._poll_status(), now=now)
         deadlines = [each.deadline for each in built.values() if each.deadline is not None]
@@ -203,8 +223,10 @@ def _built(
     session: tuple[object, Session] | None,
     holder: Mapping[str, Any] | None,
     now: float,
+    read_nodes: Callable[[], list[Any]],
 ) -> _Built:
     item = work_item(ref, sections, session[1] if session else None, holder)
+    item["nodes"] = read_nodes()
     found = item_needs(item, sections, now=now)
     item["attention"] = sorted({need["kind"] for need in found})
     deadline = pending_deadline(sections)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 from typing import Any, cast
 
 from the_loop.commands.common import Context, format_parent, load_context, warn
@@ -105,7 +106,13 @@ def _serve(context: Context, args: argparse.Namespace, host: str, port: int) -> 
     token = api_token(layout.api_token, make=True)
     views = Views(context, lambda: held_by_others(context))
     served = Served(
-        context, _global_flags(args, context), lambda: daemons(context), Codes(token), token, views
+        context,
+        _global_flags(args, context),
+        lambda: daemons(context),
+        Codes(token),
+        token,
+        views,
+        _config_why(args, context),
     )
     server = ApiServer(
         lambda target: route(served, target),
@@ -148,6 +155,20 @@ def _serve(context: Context, args: argparse.Namespace, host: str, port: int) -> 
     events.emit("serve.stopped", signal=server.signal_name, answered=server.answered)
     item = {"stopped": True, "signal": server.signal_name, "url": url, "answered": server.answered}
     return Result(items=(item,), text=lambda: (f"serve: stopped ({server.answered} answered)",))
+
+
+def _config_why(args: argparse.Namespace, context: Context) -> str:
+    """How the config file in use was found, in words (the search order of cli.md)."""
+    source = context.config.source
+    if source is None:
+        return "no config file was found: every setting is its default"
+    if getattr(args, "config", None):
+        return "named by --config"
+    if os.environ.get("THE_LOOP_CLI_CONFIG"):
+        return "named by $THE_LOOP_CLI_CONFIG"
+    if source.parent.parent == Path.home():
+        return "the home's ~/.the-loop/cli-config.yaml"
+    return "the nearest .the-loop/cli-config.yaml at or above the working directory"
 
 
 def _url_host(host: str) -> str:
