@@ -62,3 +62,13 @@ def test_root_needs_dying_and_their_order() -> None:
     earlier = {"ref": "a", "kind": "x", "since": "2027-01-01T00:00:00Z"}
     timeless = {"ref": "c", "kind": "x", "since": None}
     assert ordered([timeless, later, earlier]) == [earlier, later, timeless]
+
+
+def test_a_pull_requests_ci_budget_is_what_its_ledger_counts() -> None:
+    ledgers = {"github:octo/app#16": {"ci": {"failing": ["a", "b"], "escalation": {}}}}
+    item = work_item(REF, {"pullRequests": ledgers}, None, None, ci_budget=3)
+    [pr] = item["pullRequests"]
+    assert pr["ci"] == {"failingPushes": 2, "budget": 3, "left": 1, "escalated": False}
+    spent = {"github:octo/app#16": {"ci": {"failing": ["a", "b", "c"], "escalation": {"x": 1}}}}
+    [pr] = work_item(REF, {"pullRequests": spent}, None, None, ci_budget=3)["pullRequests"]
+    assert (pr["ci"]["left"], pr["ci"]["escalated"]) == (0, True)

@@ -145,6 +145,7 @@ class Views:
                 record[1] if record else {}, session[1] if session else None
             )
         built: dict[str, _Built] = {}
+        ci_budget = int(self.context.config.get_float("polling.ci.maxFailingPushes"))
         for ref in sorted({*portable, *sessions, *holders} - nested):
             record, session, holder = portable.get(ref), sessions.get(ref), holders.get(ref)
             stamp, read_nodes = (
@@ -155,6 +156,7 @@ class Views:
                 session[0] if session else None,
                 repr(holder),
                 stamp,
+                ci_budget,
             )
             held = self._built.get(ref)
             if (
@@ -163,7 +165,7 @@ class Views:
                 or (held.deadline is not None and now >= held.deadline)
             ):
                 sections = record[1] if record else {}
-                held = _built(ref, key, sections, session, holder, now, read_nodes)
+                held = _built(ref, key, sections, session, holder, now, read_nodes, ci_budget)
             built[ref] = held
         self._built = built
         self._spec_files = [
@@ -224,8 +226,9 @@ def _built(
     holder: Mapping[str, Any] | None,
     now: float,
     read_nodes: Callable[[], list[Any]],
+    ci_budget: int,
 ) -> _Built:
-    item = work_item(ref, sections, session[1] if session else None, holder)
+    item = work_item(ref, sections, session[1] if session else None, holder, ci_budget=ci_budget)
     item["nodes"] = read_nodes()
     found = item_needs(item, sections, now=now)
     item["attention"] = sorted({need["kind"] for need in found})

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from the_loop.intake.attention import BLOCKED_KEY
 from the_loop.intake.budget_ledger import BUDGET_KEY, SPEND_KEY
+from the_loop.intake.ci_round import CI, ESCALATION, FAILING
 from the_loop.intake.stall import STALL_KEY
 from the_loop.ref import WorkItemRef
 from the_loop.sessions.session import Session
@@ -26,14 +27,17 @@ def work_item(
     sections: Mapping[str, Any],
     session: Session | None,
     holder: Mapping[str, Any] | None,
+    *,
+    ci_budget: int = 0,
 ) -> Item:
     """The item of ``ref``: its record's ``sections``, this machine's ``session`` record and
-    the other machine that holds it (``holder``), each None when there is none."""
+    the other machine that holds it (``holder``), each None when there is none;
+    ``ci_budget`` is ``polling.ci.maxFailingPushes``."""
     item_ref = WorkItemRef.parse(ref)
     poll = _mapping(sections.get("poll"))
     control = _mapping(sections.get("control")) or None
     rows = [cast(Mapping[str, Any], r) for r in poll.get("deliveries", []) if isinstance(r, dict)]
-    pulls = _pull_requests(item_ref, sections.get("pullRequests"), session, rows)
+    pulls = _pull_requests(item_ref, sections.get("pullRequests"), session, rows, ci_budget)
     return {
         "ref": ref,
         "url": item_ref.url,
@@ -85,7 +89,11 @@ def _agent(poll: Mapping[str, Any]) -> Item:
 
 
 def _pull_requests(
-    owner: WorkItemRef, ledgers: object, session: Session | None, rows: list[Mapping[str, Any]]
+    owner: WorkItemRef,
+    ledgers: object,
+    session: Session | None,
+    rows: list[Mapping[str, Any]],
+    ci_budget: int,
 ) -> list[Item]:
     refs = sorted(pull_request_refs({"pullRequests": ledgers}, session))
     reviews = _counts(row for row in rows if _kind(row) == "review")
@@ -102,10 +110,25 @@ def _pull_requests(
                 "session": endpoint.status if endpoint is not None else None,
                 "reviews": reviews,
                 "checks": checks,
+                "ci": _ci(_mapping(_mapping(ledgers).get(ref)), ci_budget),
             }
         )
     del owner
     return found
+
+
+def _ci(ledger: Mapping[str, Any], budget: int) -> Item:
+    """The pull request's CI budget: failing pushes in a row, the budget, what is left,
+    and whether it was spent (its failures no longer pasted)."""
+    ci = _mapping(ledger.get(CI))
+    failing: object = ci.get(FAILING)
+    count = len(cast(list[object], failing)) if isinstance(failing, list) else 0
+    return {
+        "failingPushes": count,
+        "budget": budget,
+        "left": max(0, budget - count),
+        "escalated": bool(_mapping(ci.get(ESCALATION))),
+    }
 
 
 def _kind(row: Mapping[str, Any]) -> str:
