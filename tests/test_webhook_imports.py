@@ -71,6 +71,10 @@ def imported_by(module: str) -> set[str]:
 
 
 def test_only_the_webhook_command_imports_the_server_and_only_the_server_asyncio() -> None:
+    """The receiver's server, and the local API's (issue 30), are the only users of
+    asyncio, each imported by its own command alone: no other command pays for it."""
     assert imported_by(SERVER) == SERVER_IMPORTERS
     assert imported_by("the_loop.webhook.exchange") == {"webhook/server.py"}
-    assert imported_by("asyncio") == {"webhook/server.py", "webhook/exchange.py"}
+    servers = {"webhook/server.py", "webhook/exchange.py", "api/server.py", "api/stream.py"}
+    assert imported_by("asyncio") == servers
+    assert imported_by("the_loop.api.server") == {"commands/serve.py"}
