@@ -1,0 +1,117 @@
+"""Where each phase's artifact lives and the sections it must hold.
+
+``docs/specs/<id>/requirements.md``, ``design.md`` and ``tasks.md``, beside the repository
+file (``<id>`` as :class:`WorkItemStateFile` chooses it); ``implementation`` has none (its
+work is the pull requests). A section is a level-2 ATX heading (``## Problem``) outside
+any fenced code block, matched by its words with case and spacing aside. The file is read
+as a regular file only: a link, a FIFO or a directory is no artifact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from the_loop.fsio import read_regular
+from the_loop.repofile.file import WorkItemStateFile
+
+#: Each phase's artifact, in the spec directory.
+ARTIFACT_NAMES = {"requirements": "requirements.md", "design": "design.md", "tasks": "tasks.md"}
+#: The sections each artifact must hold, as its ``## `` headings.
+REQUIRED_SECTIONS: dict[str, tuple[str, ...]] = {
+    "requirements": ("Problem", "Requirements", "Acceptance criteria"),
+    "design": ("Design", "Testing plan"),
+    "tasks": ("Tasks",),
+}
+
+_FENCE = re.compile(r" {0,3}(?P<marks>`{3,}|~{3,})(?P<info>.*)\Z")
+_HEADING = re.compile(r" {0,3}##(?:[ \t]+(?P<text>.*?))?(?:[ \t]+#+)?[ \t]*\Z")
+
+
+def artifact_path(state_file: WorkItemStateFile, phase: str) -> Path | None:
+    """Where ``phase``'s artifact lives in the checkout, or None for a phase without one."""
+    name = ARTIFACT_NAMES.get(phase)
+    return None if name is None else state_file.directory / name
+
+
+def section_headings(text: str) -> list[str]:
+    """The words of every level-2 heading of ``text`` outside fenced code blocks, in order."""
+    found: list[str] = []
+    fence: tuple[str, int] | None = None  # the open fence's character and length
+    for line in text.splitlines():
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if opening is not None and _closes(opening, fence):
+                fence = None
+            continue
+        if opening is not None and not (opening["marks"][0] == "`" and "`" in opening["info"]):
+            fence = (opening["marks"][0], len(opening["marks"]))
+            continue
+        heading = _HEADING.match(line)
+        if heading is not None:
+            found.append(_words(heading["text"] or ""))
+    return found
+
+
+def missing_sections(text: str, phase: str) -> tuple[str, ...]:
+    """The sections ``phase``'s artifact must hold that ``text`` does not, in their order."""
+    held = set(section_headings(text))
+    return tuple(name for name in REQUIRED_SECTIONS.get(phase, ()) if _words(name) not in held)
+
+
+@dataclass(frozen=True)
+class ArtifactCheck:
+    """What ``phase``'s artifact holds: its path (None: the phase has none), whether it is
+    there, and the required sections it lacks."""
+
+    phase: str
+    path: Path | None
+    exists: bool
+    missing: tuple[str, ...]
+    unreadable: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.path is None or (self.exists and not self.missing)
+
+    def problem(self, shown: str) -> str | None:
+        """What is missing, in one sentence naming the file as ``shown``; None when nothing."""
+        if self.ok:
+            return None
+        if self.unreadable:
+            return f"{shown} cannot be read: {self.unreadable}"
+        if not self.exists:
+            needed = _listed(REQUIRED_SECTIONS[self.phase])
+            return f"{shown} is missing: write it, with the sections {needed}, and commit it"
+        noun = "section" if len(self.missing) == 1 else "sections"
+        return f"{shown} lacks the {noun} {_listed(self.missing)}"
+
+
+def check_artifact(state_file: WorkItemStateFile, phase: str) -> ArtifactCheck:
+    """Read ``phase``'s artifact in ``state_file``'s checkout and say what it lacks."""
+    path = artifact_path(state_file, phase)
+    if path is None:
+        return ArtifactCheck(phase, None, exists=False, missing=())
+    status, content, problem = read_regular(path)
+    if status != "ok":
+        missing = REQUIRED_SECTIONS[phase]
+        return ArtifactCheck(phase, path, exists=False, missing=missing, unreadable=problem)
+    text = content.decode("utf-8", errors="replace")
+    return ArtifactCheck(phase, path, exists=True, missing=missing_sections(text, phase))
+
+
+def _closes(line: re.Match[str], fence: tuple[str, int]) -> bool:
+    """Whether a fence line closes the open ``fence``: its character, at least as long,
+    nothing after it."""
+    marks = line["marks"]
+    return marks[0] == fence[0] and len(marks) >= fence[1] and not line["info"].strip()
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _listed(sections: tuple[str, ...]) -> str:
+    named = [f"## {name}" for name in sections]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
