@@ -39,6 +39,8 @@ COMMAND_MODULES = {
     "init": "the_loop.commands.init",
     "doctor": "the_loop.commands.doctor",
     "sessions": "the_loop.commands.sessions",
+    "check": "the_loop.commands.check",
+    "done": "the_loop.commands.done",
     "events": "the_loop.commands.events",
     "state": "the_loop.commands.state",
     "poll": "the_loop.commands.poll",

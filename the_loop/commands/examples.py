@@ -61,6 +61,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "the-loop sessions reset --all --dry-run",
         f"the-loop sessions reset --work-item {REF}",
     ),
+    "check": (
+        "the-loop check",
+        f"the-loop check --work-item {REF} --format json",
+    ),
+    "done": (
+        "the-loop done requirements    # in the agent's checkout, requirements.md committed",
+        "the-loop done design --format json",
+    ),
     "events": (
         "the-loop events --type 'session.*' --since 1h",
         f"the-loop events --work-item {REF} --follow",

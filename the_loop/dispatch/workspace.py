@@ -34,6 +34,7 @@ from the_loop.dispatch.process import (
     Relay,
     Runner,
     run,
+    trim,
 )
 from the_loop.fsio import locked
 
@@ -331,6 +332,21 @@ class Workspace:
         head = self._git(path, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
         branch = head.stdout.strip() if head.returncode == 0 else ""
         return CheckoutStatus(uncommitted, unpushed, branch)
+
+    def uncommitted(self, checkout: Path, file: Path) -> str | None:
+        """Why ``file`` in the git checkout ``checkout`` is not as committed (git does not
+        track it, or it has changes not committed), or None when it is. ``checkout`` may
+        lie outside ``root``; ``DispatchError`` when git cannot read it."""
+        path = f":(literal){os.path.relpath(file, checkout)}"
+        tracked = self._git(checkout, "ls-files", "--error-unmatch", "--", path, check=False)
+        if tracked.returncode == 1:
+            return "git does not track it"
+        if tracked.returncode != 0:
+            raise DispatchError(
+                f"{checkout} is no git checkout git can read: {trim(tracked.stderr)}"
+            )
+        changed = self._git(checkout, "status", "--porcelain", "--", path).stdout
+        return "it has changes that are not committed" if changed.strip() else None
 
     # -- preparing -----------------------------------------------------------------
 

@@ -262,6 +262,10 @@ EVENT_TYPES: dict[str, str] = {
         " it; one marked notice says which machines have been seen (work_item, start, named, "
         "notice_posted: whether this machine's notice is the one kept)."
     ),
+    "spec.phase_done": "The agent said a spec phase is done with the-loop done: its artifact "
+    "was committed with every required section, and the lane moved (work_item, phase; status: "
+    "waiting when its gate opened for a person, else pass; current_node: the phase the lane is "
+    "at now, or done; artifact: the file checked, empty for implementation).",
     "webhook.given_up": "A delivery whose repository's round failed five batches in a row was "
     "marked processed without being acted on; the poller reconciles what it said (delivery, "
     "github_event, attempts, error).",
