@@ -343,3 +343,14 @@ def test_check_reads_no_git(world: World, checkout: Checkout) -> None:
     code, out, _ = world.run_cli(["check", "--format", "json"])
     assert code == 0
     assert json.loads(out)["items"][0]["nodes"][0]["status"] == "waiting"
+
+
+def test_checks_nodes_are_the_nodes_the_local_api_serves(world: World, checkout: Checkout) -> None:
+    from the_loop.api.process_nodes import nodes_stamp
+
+    checkout.state_file.update(lambda s: lane.done(s, "requirements", at="t1"))
+    checkout.state_file.update(lambda s: lane.skip(s, "tasks", by="hubot", at="t2", link=LINK))
+    code, out, _ = world.run_cli(["check", "--format", "json"])
+    assert code == 0
+    _stamp, read_nodes = nodes_stamp(str(checkout.path), ITEM)
+    assert json.loads(out)["items"][0]["nodes"] == read_nodes()
