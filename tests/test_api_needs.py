@@ -47,9 +47,20 @@ def test_each_kind_from_the_ledger_that_says_it() -> None:
 
 
 def test_root_needs_dying_and_their_order() -> None:
-    status = {"backingOff": {"since": NOW - 10, "reason": "secondary rate limit"}}
-    [backoff] = root_needs(status, now=NOW)
-    assert (backoff["ref"], backoff["kind"], backoff["ageSeconds"]) == (None, "backoff", 10.0)
+    import time
+
+    from the_loop.github.backoff import Backoff, Backoffs
+
+    now = time.time()
+    token = Backoff(1, now + 900, "rate limit")
+    backoffs = Backoffs(token, {"octo/app": Backoff(3, now + 600, "502 from GitHub")})
+    status = {**backoffs.to_dict(now), "finishedAt": "2027-01-15T07:59:50Z"}  # as the poller
+    limited, backing = root_needs(status, now=NOW)
+    assert (limited["ref"], limited["kind"], limited["ageSeconds"]) == (None, "rate-limited", 10.0)
+    assert "rate limit" in limited["detail"]
+    assert backing["kind"] == "backoff" and "octo/app backs off until" in backing["detail"]
+    assert "3 failures: 502 from GitHub" in backing["detail"]
+    assert root_needs({"backoff": {"failures": 0, "resumeAt": 0.0, "reason": ""}}, now=NOW) == []
     lines = [
         {"event": "session.exited_again", "work_item": REF, "ts": "2027-01-15T08:00:00Z"},
         {"event": "session.exited_again", "work_item": "github:octo/app#20", "ts": "x"},

@@ -104,7 +104,7 @@ def serving(place: Path, *extra: str) -> Iterator[Server]:
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
+        assert process.wait(timeout=60) == 0
 
 
 @pytest.fixture
@@ -332,3 +332,49 @@ def test_an_items_nodes_are_its_repository_files_and_follow_it(server: Server) -
     temp.replace(state)  # as the file is written: replaced, nothing else changed
     again = _document(server.get("/api/v1/work-items")[2])["items"][0]
     assert again["nodes"][1] == {"node": "design", "status": "pass", "by": "bob"}
+
+
+def test_a_record_holding_odd_values_costs_its_item_never_the_board(server: Server) -> None:
+    """A key that is no ref, a time out of any range: the item is listed as unreadable (a
+    need says so), the other items as ever, and the board is not served stale after."""
+    before = _document(server.get("/api/v1/work-items")[2])["items"]
+    odd = WorkItemRef.parse("github:octo/app#21")
+    record = {
+        "ref": odd.ref,
+        "url": odd.url,
+        "poll": {"deliveries": [{"id": "9", "state": "given-up", "at": 1e20}]},
+    }
+    record["pullRequests"] = {"bogus": {}}
+    record["control"] = {"command": "start", "requestedAt": "0001-01-01T00:00:00+14:00"}
+    (server.world.layout.portable_dir / f"{odd.slug}.json").write_text(json.dumps(record))
+    status, _, body = server.get("/api/v1/work-items")
+    items = {item["ref"]: item for item in _document(body)["items"]}
+    assert status == 200 and set(items) == {item["ref"] for item in before} | {odd.ref}
+    status, _, body = server.get("/api/v1/attention")
+    assert status == 200 and odd.ref in {need["ref"] for need in _document(body)["items"]}
+    assert server.get("/api/v1/work-items/" + quote(odd.ref, safe=""))[0] == 200
+
+
+def test_idle_connections_hold_no_place_of_a_request(server: Server) -> None:
+    """Connections that send nothing wait for their own deadline beside the requests, not
+    in front of them: a request is answered while more idle ones than the server answers
+    at once (64) are still open."""
+    import socket
+
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(80)]
+    try:
+        assert server.get("/api/v1/health")[0] == 200
+        idle[0].setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            assert idle[0].recv(1) != b"", "the idle ones are still waiting, not refused"
+    finally:
+        for connection in idle:
+            connection.close()
+
+
+def test_an_exposed_server_answers_the_names_it_is_told_and_no_other(tmp_path: Path) -> None:
+    with serving(tmp_path, "--allow-host", "Loop.Example") as running:
+        assert running.get("/api/v1/health", Host="loop.example:8788")[0] == 200
+        assert running.get("/api/v1/health", Host="other.example")[0] == 421
+        assert request(running.url, "GET", "http://evil.example/api/v1/health", {})[0] == 400

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 
 from the_loop.commands import render
-from the_loop.errors import EXIT_OK, EXIT_USAGE, TheLoopError
+from the_loop.errors import EXIT_OK, EXIT_USAGE, TheLoopError, describe_error
 
 
 class CommandReadError(Exception):
@@ -63,6 +63,8 @@ def _document(argv: list[str], command: str, said: io.StringIO) -> bytes:
         text = render.envelope(result, command=" ".join(word for word in words if word))
     except TheLoopError as error:
         raise CommandReadError(400 if error.exit_code == EXIT_USAGE else 500, str(error)) from None
+    except OSError as error:  # as the command says it: a failed read, never a bare error
+        raise CommandReadError(500, describe_error(error)) from None
     if result.exit_code != EXIT_OK:
         raise CommandReadError(500, "; ".join(render.current().errors) or "the read failed")
     return text.encode("utf-8")

@@ -28,6 +28,15 @@ class FileCache(Generic[T]):
         self._load = load
         self._files: dict[str, tuple[tuple[int, int, int], T]] = {}
         self._seen: tuple[int, int] | None = None
+        #: Whether the last listing came within a tick of the directory's change (so a
+        #: change in that same tick could hide behind an unchanged time): list again.
+        self._racy = True
+        #: The files changed within a tick of the last listing: read again next time.
+        self._racy_files: set[str] = set()
+
+    def forget(self) -> None:
+        """Trust nothing kept: the next :meth:`keyed` reads every file again."""
+        self._files, self._seen, self._racy, self._racy_files = {}, None, True, set()
 
     def unchanged(self) -> bool:
         """Whether the directory's entries are as when last listed (its inode and time
@@ -36,9 +45,7 @@ class FileCache(Generic[T]):
             info = os.stat(self.directory)
         except OSError:
             return self._seen is None and not self._files
-        stamp = (info.st_ino, info.st_mtime_ns)
-        racy = time.time_ns() - info.st_mtime_ns < RACY_SECONDS * 1e9
-        return self._seen == stamp and not racy
+        return self._seen == (info.st_ino, info.st_mtime_ns) and not self._racy
 
     def files(self) -> dict[str, T]:
         """Every record as parsed now: file name to what ``load`` made of it."""
@@ -47,12 +54,15 @@ class FileCache(Generic[T]):
     def keyed(self) -> dict[str, tuple[tuple[int, int, int], T]]:
         """Every record as parsed now, with the stat it was parsed at (inode, size,
         time): file name to both."""
+        listed_at = time.time_ns()
         try:
             info = os.stat(self.directory)
             entries = list(os.scandir(self.directory))
         except OSError:
-            self._files, self._seen = {}, None
+            self.forget()
             return {}
+        racy_after = listed_at - RACY_SECONDS * 1e9
+        racy_files: set[str] = set()
         kept: dict[str, tuple[tuple[int, int, int], T]] = {}
         for entry in entries:
             name = entry.name
@@ -66,10 +76,13 @@ class FileCache(Generic[T]):
                 continue
             key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
             held = self._files.get(name)
-            kept[name] = (
-                held if held is not None and held[0] == key else (key, self._load(entry.path))
-            )
+            if held is None or held[0] != key or name in self._racy_files:
+                held = (key, self._load(entry.path))
+            kept[name] = held
+            if stat.st_mtime_ns >= racy_after:
+                racy_files.add(name)  # changed within a tick of this listing: read it again
         self._files, self._seen = kept, (info.st_ino, info.st_mtime_ns)
+        self._racy, self._racy_files = info.st_mtime_ns >= racy_after, racy_files
         return dict(kept)
 
 

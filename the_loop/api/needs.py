@@ -106,14 +106,25 @@ def pending_deadline(sections: Mapping[str, Any]) -> float | None:
 
 
 def root_needs(poll_status: object, *, now: float) -> list[Need]:
-    """What the poller's last status says of the whole root: a back-off or a rate limit."""
-    status = _mapping(poll_status)
+    """What the poller's last status says of the whole root, as ``poll status`` reads it:
+    GitHub's rate limit holding the token, and each repository backing off."""
+    from the_loop.commands.poll_backoff import status_waits
+
+    waits, _lines = status_waits(poll_status)
+    since = _mapping(poll_status).get("finishedAt")
     needs: list[Need] = []
-    for key, kind in (("backingOff", "backoff"), ("rateLimited", "rate-limited")):
-        value: object = status.get(key)
-        if value:
-            since = _mapping(value).get("since") or status.get("at")
-            needs.append(_need(None, kind, _said(value), since, now))
+    token = _mapping(waits.get("rateLimited"))
+    if token:
+        detail = f"GitHub's rate limit holds until {token.get('until')}: {token.get('reason')}"
+        needs.append(_need(None, "rate-limited", detail, since, now))
+    held: object = waits.get("backingOff")
+    for entry in cast(list[object], held) if isinstance(held, list) else []:
+        shown = _mapping(entry)
+        detail = (
+            f"{shown.get('repository')} backs off until {shown.get('until')} after "
+            f"{shown.get('failures')} failures: {shown.get('reason')}"
+        )
+        needs.append(_need(None, "backoff", detail, since, now))
     return needs
 
 
@@ -168,21 +179,16 @@ def _need(ref: str | None, kind: str, detail: str, since: object, now: float) ->
 
 
 def _timestamp(value: object) -> datetime | None:
-    if isinstance(value, int | float) and value > 0:
-        return datetime.fromtimestamp(float(value), UTC)
-    if isinstance(value, str) and value:
-        try:
+    """``value`` (epoch seconds or an ISO time) as a UTC time; None for anything else,
+    one out of range included (a record may hold any number)."""
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return datetime.fromtimestamp(float(value), UTC)
+        if isinstance(value, str) and value:
             return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-        except ValueError:
-            return None
+    except (ValueError, OverflowError, OSError):
+        return None
     return None
-
-
-def _said(value: object) -> str:
-    if isinstance(value, dict):
-        shown = cast(Mapping[str, Any], value)
-        return "; ".join(f"{key}: {shown[key]}" for key in sorted(shown))
-    return str(value)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

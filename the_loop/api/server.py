@@ -34,6 +34,8 @@ HEAD_SECONDS = 10.0
 #: Connections answered at once (the rest wait in the kernel's backlog).
 CONNECTIONS = 64
 THREADS = 4
+#: The routes that run a command's own handler (and tmux): their own pool, one at a time.
+COMMAND_READS = frozenset({"/api/v1/sessions", "/api/v1/events"})
 #: The command an event stream's refusals name.
 STREAM = "events stream"
 
@@ -50,8 +52,10 @@ class ApiServer:
         hosts: frozenset[str],
         host: str,
         port: int,
+        on_bug: Callable[[BaseException], object] = lambda _error: None,
     ) -> None:
         self._route = route
+        self._on_bug = on_bug
         self._token = token
         self._hosts = hosts
         self.host, self.port = host, port
@@ -89,8 +93,11 @@ class ApiServer:
         """Answer until :meth:`stop` (or SIGTERM/SIGINT)."""
         if self._socket is None:
             self.bind()
-        with ThreadPoolExecutor(THREADS, thread_name_prefix="api") as pool:
-            self._pool = pool
+        with (
+            ThreadPoolExecutor(THREADS, thread_name_prefix="api") as pool,
+            ThreadPoolExecutor(1, thread_name_prefix="api-commands") as commands,
+        ):
+            self._pool, self._command_pool = pool, commands
             asyncio.run(self._main(handle_signals))
 
     def stop(self) -> None:
@@ -124,8 +131,9 @@ class ApiServer:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            head = await self._head(reader)  # within its deadline, before it takes a slot
             async with self._slots:
-                answer, head = await self._answer(reader)
+                answer, head = await self._answer(head)
                 if isinstance(answer, Answer):
                     await self._reply(writer, answer, head)
                     return
@@ -146,19 +154,35 @@ class ApiServer:
         await writer.drain()
         self.answered += 1
 
-    async def _answer(self, reader: asyncio.StreamReader) -> tuple[Answer | Stream, Head | None]:
+    async def _head(self, reader: asyncio.StreamReader) -> Head | Answer:
+        """The request's head, read within :data:`HEAD_SECONDS`; else the refusal."""
         try:
             raw = await asyncio.wait_for(reader.readuntil(HEAD_END), HEAD_SECONDS)
             head = parse_head(raw)
         except (TimeoutError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
-            return refusal(HTTPStatus.BAD_REQUEST, "api", "no whole request head in time"), None
+            return refusal(HTTPStatus.BAD_REQUEST, "api", "no whole request head in time")
         except BadRequest as error:
-            return refusal(HTTPStatus.BAD_REQUEST, "api", str(error)), None
+            return refusal(HTTPStatus.BAD_REQUEST, "api", str(error))
+        if not head.target.startswith("/"):  # an absolute-form target names another host
+            return refusal(HTTPStatus.BAD_REQUEST, "api", "a request target must be a path")
+        return head
+
+    async def _answer(self, head: Head | Answer) -> tuple[Answer | Stream, Head | None]:
+        if isinstance(head, Answer):
+            return head, None
         answer = self._gate(head)
-        if answer is None:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._pool, self._route, head.target), head
-        return answer, head
+        if answer is not None:
+            return answer, head
+        loop = asyncio.get_running_loop()
+        # The commands' own reads (tmux, one at a time) wait in their own pool, so they
+        # never hold back the board's reads.
+        pool = self._command_pool if head.path in COMMAND_READS else self._pool
+        try:
+            return await loop.run_in_executor(pool, self._route, head.target), head
+        except Exception as error:  # a bug in a read: one answer, the details in the log
+            self._on_bug(error)
+            sentence = f"internal error ({type(error).__name__}): see the server's crash log"
+            return refusal(HTTPStatus.INTERNAL_SERVER_ERROR, "api", sentence), head
 
     async def _stream(
         self,

@@ -15,6 +15,8 @@ import hashlib
 import hmac
 import os
 import secrets
+import stat
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +36,10 @@ def api_token(path: Path, *, make: bool = False) -> str:
     """The token kept at ``path``; with ``make``, made (0600) when there is none.
     :class:`TheLoopError` (exit 1) when it is missing or not a token the-loop wrote."""
     held = read_bytes(path)
+    if (held is None and path.is_symlink()) or (path.exists() and not path.is_file()):
+        raise TheLoopError(f"{path} is not a regular file: remove it and start `the-loop serve`")
+    if held is not None and stat.S_IMODE(path.stat().st_mode) & 0o077:
+        os.chmod(path, 0o600)  # readable by others: the operator's alone again
     if held is None and make and not path.exists():
         write_text(path, secrets.token_urlsafe(_TOKEN_BYTES) + "\n")  # mkstemp: mode 0600
         os.chmod(path, 0o600)
@@ -68,21 +74,23 @@ class Codes:
         self._token = token
         self._clock = clock
         self._used: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def redeem(self, code: str) -> bool:
         """True (once) for a code minted with this token and not expired."""
         expiry_text, _, rest = code.partition(".")
         nonce, _, signature = rest.partition(".")
-        if not expiry_text.isdigit() or not nonce or not signature:
+        if not (expiry_text.isascii() and expiry_text.isdigit()) or not nonce or not signature:
             return False
         expiry, now = int(expiry_text), self._clock()
         expected = _sign(self._token, f"code:{expiry}:{nonce}")
         if not hmac.compare_digest(signature, expected) or now > expiry:
             return False
-        self._used = {used: until for used, until in self._used.items() if until >= now}
-        if nonce in self._used:
-            return False
-        self._used[nonce] = expiry
+        with self._lock:  # the server's threads redeem at once: one of them wins a code
+            self._used = {used: until for used, until in self._used.items() if until >= now}
+            if nonce in self._used:
+                return False
+            self._used[nonce] = expiry
         return True
 
 

@@ -92,7 +92,14 @@ class Views:
                 and all(nodes_stamp(*where)[0] == stamp for where, stamp in self._spec_files)
             ):
                 return held
-            self._board = self._build(now)
+            try:
+                self._board = self._build(now)
+            except BaseException:
+                # Nothing built is trusted: the next read lists and builds everything.
+                self._board, self._built = None, {}
+                self._portable.forget()
+                self._sessions.forget()
+                raise
             return self._board
 
     def needs(self) -> list[Need]:
@@ -165,7 +172,10 @@ class Views:
                 or (held.deadline is not None and now >= held.deadline)
             ):
                 sections = record[1] if record else {}
-                held = _built(ref, key, sections, session, holder, now, read_nodes, ci_budget)
+                try:
+                    held = _built(ref, key, sections, session, holder, now, read_nodes, ci_budget)
+                except (ValueError, TypeError, KeyError, OverflowError, AttributeError) as error:
+                    held = _unreadable(ref, key, error)
             built[ref] = held
         self._built = built
         self._spec_files = [
@@ -237,6 +247,19 @@ def _built(
     return _Built(
         key, item, found, row, deadline if deadline is not None and deadline > now else None
     )
+
+
+def _unreadable(ref: str, key: tuple[object, ...], error: Exception) -> _Built:
+    """An item whose record holds what the board cannot show: listed with what it knows
+    (its ref) and a need that says so, never the whole board lost for it."""
+    item: Item = {"ref": ref, "url": None, "title": None, "repository": None, "session": None}
+    item |= {"control": None, "claim": None, "pullRequests": [], "deliveries": None}
+    item |= {"spend": None, "budget": None, "lastActivity": None, "nodes": []}
+    detail = f"its record holds what the board cannot read ({type(error).__name__}: {error})"
+    need = {"ref": ref, "kind": "unreadable", "detail": detail, "since": None}
+    need["ageSeconds"] = None
+    item["attention"] = ["unreadable"]
+    return _Built(key, item, [need], json.dumps(item, ensure_ascii=False).encode(), None)
 
 
 def _config_need(problem: str, since: float | None, now: float) -> Need:

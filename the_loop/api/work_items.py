@@ -58,10 +58,19 @@ def work_item(
 
 def pull_request_refs(sections: Mapping[str, Any], session: Session | None) -> set[str]:
     """The pull requests an item names (its record's ledgers, its session's endpoints)."""
-    named = set(_mapping(sections.get("pullRequests")))
+    named = {ref for ref in _mapping(sections.get("pullRequests")) if _parses(ref)}
     if session is not None:
         named |= {pr.ref for pr in session.pull_requests}
     return named
+
+
+def _parses(ref: str) -> bool:
+    """Whether ``ref`` is a work item's ref (a record may hold any key)."""
+    try:
+        WorkItemRef.parse(ref)
+    except ValueError:
+        return False
+    return True
 
 
 def _session(session: Session | None, poll: Mapping[str, Any]) -> Item | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,6 +41,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         type=_port,
         help="listen on port N; 0 picks a free one (default api.port)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        metavar="NAME",
+        action="append",
+        help="also answer requests whose Host is NAME (a name clients use for an exposed "
+        "server); repeatable",
     )
     parser.add_argument(
         "--expose",
@@ -99,6 +107,7 @@ def _serve(context: Context, args: argparse.Namespace, host: str, port: int) -> 
     from the_loop.api.server import ApiServer
     from the_loop.api.token import Codes, api_token, mint_code
     from the_loop.api.views import Views
+    from the_loop.commands.crash import report_bug
     from the_loop.commands.sessions.records import held_by_others
     from the_loop.eventlog.log import EventLog, utc_timestamp
 
@@ -117,9 +126,10 @@ def _serve(context: Context, args: argparse.Namespace, host: str, port: int) -> 
     server = ApiServer(
         lambda target: route(served, target),
         token=token,
-        hosts=allowed_hosts(host),
+        hosts=allowed_hosts(host, args.allow_host or ()),
         host=host,
         port=port,
+        on_bug=lambda error: warn(f"serve: {report_bug(error, args, sys.argv[1:])}"),
     )
     bound_host, bound_port = server.bind()
     url = f"http://{_url_host(bound_host)}:{bound_port}"
