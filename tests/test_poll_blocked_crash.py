@@ -20,13 +20,22 @@ from tests.test_poll_e2e import ITEM, REPO, PollWorld, github, world  # noqa: F4
 TRIALS = 20
 
 
+#: How far ahead a permission request is stamped. The stand-in draws no dialog, and a
+#: request whose dialog a screen has not shown for three seconds was answered in the pane
+#: (agent/state.py DRAWN_SECONDS): on a loaded machine a poll may start later than that,
+#: and would rightly see the block end and a new one begin at the next request.
+AHEAD_SECONDS = 300.0
+
+
 def _hook(loop_world: PollWorld, event: str, **fields: object) -> None:
-    """What the agent's hooks would append: the agent waits on a permission prompt."""
+    """What the agent's hooks would append: the agent waits on a permission prompt (the
+    request stamped ahead, as if its dialog stayed on the screen)."""
     stem = loop_world.registry.path_for(ITEM).stem
     log = loop_world.layout.local_dir / "agents" / f"{stem}.jsonl"
     log.parent.mkdir(parents=True, exist_ok=True)
+    ahead = AHEAD_SECONDS if event == "PermissionRequest" else 2 * AHEAD_SECONDS
     with log.open("a", encoding="utf-8") as appended:
-        appended.write(json.dumps({"t": time.time(), "event": event, **fields}) + "\n")
+        appended.write(json.dumps({"t": time.time() + ahead, "event": event, **fields}) + "\n")
 
 
 def _killed_at_random(loop_world: PollWorld, rng: random.Random, within: float) -> bool:

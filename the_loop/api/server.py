@@ -31,6 +31,8 @@ from the_loop.webhook.wire import HEAD_END, MAX_HEAD_BYTES, BadRequest, Head, pa
 LOGIN_PATH = "/login"
 #: How long a client has to send its request's head.
 HEAD_SECONDS = 10.0
+#: How long the answers under way may take to finish once a stop is asked.
+STOP_GRACE_SECONDS = 5.0
 #: Connections answered at once (the rest wait in the kernel's backlog).
 CONNECTIONS = 64
 THREADS = 4
@@ -53,9 +55,13 @@ class ApiServer:
         host: str,
         port: int,
         on_bug: Callable[[BaseException], object] = lambda _error: None,
+        on_ready: Callable[[], object] = lambda: None,
     ) -> None:
         self._route = route
         self._on_bug = on_bug
+        #: Called once the signals are handled and the listener accepts (the line a
+        #: caller waits for before it may stop the server).
+        self.on_ready = on_ready
         self._token = token
         self._hosts = hosts
         self.host, self.port = host, port
@@ -115,12 +121,20 @@ class ApiServer:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, self._on_signal, signum)
         self._loop = loop
+        self._tasks: set[asyncio.Task[None]] = set()
         server = await asyncio.start_server(
             self._connection, sock=self._socket, limit=MAX_HEAD_BYTES
         )
         async with server:
+            self.on_ready()  # the signals are handled and the listener accepts: say so
             await self._stopping.wait()
             server.close()
+            # The answers under way finish; a connection still silent after the grace
+            # (an idle one, before its own deadline) is closed, never waited for.
+            if self._tasks:
+                await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_SECONDS)
+            for task in set(self._tasks):
+                task.cancel()
             await server.wait_closed()
 
     def _on_signal(self, signum: int) -> None:
@@ -130,6 +144,10 @@ class ApiServer:
         self._stopping.set()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         try:
             head = await self._head(reader)  # within its deadline, before it takes a slot
             async with self._slots:

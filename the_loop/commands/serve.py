@@ -154,10 +154,15 @@ def _serve(context: Context, args: argparse.Namespace, host: str, port: int) -> 
         "stoppedAt": None,
     }
     _write_status(context, status)
-    progress(f"serve: listening on {url} (pid {os.getpid()}); the token is in {layout.api_token}")
-    progress(
-        f"serve: open the board (once, within ten minutes): {url}/login?code={mint_code(token)}"
-    )
+
+    def ready() -> None:  # once SIGTERM is handled and the listener accepts
+        progress(
+            f"serve: listening on {url} (pid {os.getpid()}); the token is in {layout.api_token}"
+        )
+        link = f"{url}/login?code={mint_code(token)}"
+        progress(f"serve: open the board (once, within ten minutes): {link}")
+
+    server.on_ready = ready
     try:
         server.serve(handle_signals=True)
     finally:
