@@ -127,4 +127,5 @@ def test_the_repeatable_flags_are_exactly_the_ones_that_say_so():
         "init --poll",
         "init --label",
         "init --authorized",
+        "serve --allow-host",
     }
