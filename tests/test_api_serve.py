@@ -378,3 +378,24 @@ def test_an_exposed_server_answers_the_names_it_is_told_and_no_other(tmp_path: P
         assert running.get("/api/v1/health", Host="loop.example:8788")[0] == 200
         assert running.get("/api/v1/health", Host="other.example")[0] == 421
         assert request(running.url, "GET", "http://evil.example/api/v1/health", {})[0] == 400
+
+
+def test_a_back_off_leaves_attention_when_it_ends_without_a_file_changing(server: Server) -> None:
+    """The poller's back-offs end with time: attention reads them at each request, as
+    `poll status` does, never from a board built while one held."""
+    import time
+
+    from tests.helpers.tmuxsock import wait_until
+    from the_loop.fsio import write_json
+    from the_loop.github.backoff import Backoff, Backoffs
+
+    now = time.time()
+    held = Backoffs(Backoff(), {"octo/app": Backoff(2, now + 2.0, "502 from GitHub")})
+    write_json(server.world.layout.local_dir / "poll-status.json", held.to_dict(now))
+    [need] = _document(server.get("/api/v1/attention")[2])["items"]
+    assert need["kind"] == "backoff" and "octo/app" in need["detail"]
+
+    def ended() -> bool:
+        return _document(server.get("/api/v1/attention")[2])["items"] == []
+
+    assert wait_until(ended, timeout=30)

@@ -44,9 +44,9 @@ from the_loop.sessions.session import Session
 
 @dataclass(frozen=True)
 class Board:
-    """Every item (its needs' kinds in ``attention``), the needs the records and the
-    poller's status say, the unfiltered list's encoded document and its tag, and until
-    when they stand (a pending paste's age)."""
+    """Every item (its needs' kinds in ``attention``), the needs the records say, the
+    unfiltered list's encoded document and its tag, and until when they stand (a pending
+    paste's age)."""
 
     items: list[Item]
     needs: list[Need]
@@ -108,6 +108,8 @@ class Views:
         board, now = self.board(), self._clock()
         live = [item["ref"] for item in board.items if _live(item)]
         found = [*_aged(board.needs, now), *dying(self.tail(), live, now=now)]
+        # The poller's back-offs end with time, not with a change of a file: read now.
+        found += root_needs(self._poll_status(), now=now)
         return ordered([*found, *self._config_needs(now)])
 
     def _config_needs(self, now: float) -> list[Need]:
@@ -184,7 +186,6 @@ class Views:
             if each.key[3] is not None and ref in sessions
         ]
         needs = [need for each in built.values() for need in each.needs]
-        needs += root_needs(self._poll_status(), now=now)
         deadlines = [each.deadline for each in built.values() if each.deadline is not None]
         body = document_of_rows("api work-items", [each.row for each in built.values()])
         items = [each.item for each in built.values()]
