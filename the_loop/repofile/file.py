@@ -67,6 +67,29 @@ __all__ = [
 ]
 
 
+def _lock_path(checkout: Path, spec_id: str, beside: Path) -> Path:
+    """Where the repository file's lock goes: the checkout's git directory (``.git/``,
+    or the one a worktree's ``.git`` file names), outside the work tree; ``beside``
+    when the checkout has none a lock can be kept in."""
+    dot_git = checkout / ".git"
+    try:
+        if dot_git.is_dir() and not dot_git.is_symlink():
+            git_dir = dot_git
+        elif dot_git.is_file() and not dot_git.is_symlink():
+            said = (fsio.read_bytes(dot_git) or b"")[:4096].decode("utf-8", "replace").strip()
+            if not said.startswith("gitdir:"):
+                return beside
+            git_dir = Path(said.removeprefix("gitdir:").strip())
+            git_dir = git_dir if git_dir.is_absolute() else checkout / git_dir
+            if not git_dir.is_dir():
+                return beside
+        else:
+            return beside
+    except OSError:
+        return beside
+    return git_dir / "the-loop" / f"{spec_id}.work-item-state.lock"
+
+
 def upstream_spec_id(work_item: WorkItemRef) -> str:
     """The directory name upstream (the-loopy-one 20.10.2) uses: ``issue-<n>``."""
     return f"issue-{work_item.number}"
@@ -120,9 +143,11 @@ class WorkItemStateFile:
     Where: ``docs/specs/<spec_id>/`` when an id is given; otherwise upstream's
     ``docs/specs/issue-<n>/`` when a file for this item is there (read and written
     there), else ours, ``docs/specs/<slug>/`` (also where a new file goes). Every
-    change runs read → modify → write under ``.work-item-state.json.lock`` beside
-    the file; writes are atomic and durable; an ``OSError`` propagates. The legacy
-    ``graph-state.json`` is never written.
+    change runs read → modify → write under a lock in the checkout's git directory
+    (``.git/the-loop/<spec id>.work-item-state.lock``, so ``git status`` shows only the
+    file), or beside the file in a directory that is no git checkout; writes are atomic
+    and durable; an ``OSError`` propagates. The legacy ``graph-state.json`` is never
+    written.
     """
 
     def __init__(
@@ -142,7 +167,7 @@ class WorkItemStateFile:
         self.directory = checkout / SPECS_DIR / chosen
         self.path = self.directory / STATE_FILE
         self.legacy_path = self.directory / LEGACY_STATE_FILE
-        self.lock_path = self.directory / f".{STATE_FILE}.lock"
+        self.lock_path = _lock_path(checkout, chosen, self.directory / f".{STATE_FILE}.lock")
         self._on_warning = on_warning
 
     def exists(self) -> bool:
