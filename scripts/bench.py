@@ -628,6 +628,11 @@ SECTIONS = (
         "the local API's work items at 1,000 and 10,000 items",
     ),
     (
+        "bench_check",
+        "The spec lane's check (issue 31; 1,000 items, each lane in its checkout):",
+        "the-loop check over 1,000 lanes",
+    ),
+    (
         "bench_spend",
         "The spend meter (in process; a transcript read whole, then one turn appended):",
         "the spend meter over a 50 MB transcript",
