@@ -24,6 +24,7 @@ from the_loop.adapters.heads_file import FileHeads
 from the_loop.adapters.linking import LINKED, link_pull_request
 from the_loop.adapters.permissions import RepositoryPermissions
 from the_loop.adapters.reactions import Reactions
+from the_loop.adapters.spec_file import SpecFiles
 from the_loop.adapters.spend_meter import SpendMeter
 from the_loop.adapters.stores import Stores
 from the_loop.adapters.watch_file import FileWatchCache
@@ -173,6 +174,7 @@ def intake_ports(
         ).item_spend,
         restart=actions.restart,
         hold=partial(_hold, stores.layout.local_locks_dir / HOLDS_DIR),
+        spec=SpecFiles(stores.registry, actions.dispatcher.workspace, warn),
     )
 
 

@@ -20,6 +20,8 @@ from the_loop.spec.lane import PHASES
 
 if TYPE_CHECKING:
     from the_loop.commands.common import Context
+    from the_loop.commands.stores import Stores
+    from the_loop.ref import WorkItemRef
     from the_loop.repofile.file import WorkItemStateFile
     from the_loop.spec.lane import Lane
 
@@ -67,6 +69,7 @@ def run_done(args: argparse.Namespace) -> Result:
     state = state_file.update(lambda current: lane.done(current, phase, at=moment))
     after = lane.read_lane(state)
     status = after.node(phase).status
+    _mirror(stores, session.work_item, after)
     stores.events.emit(
         "spec.phase_done",
         work_item=session.ref,
@@ -84,6 +87,19 @@ def run_done(args: argparse.Namespace) -> Result:
         "next": lane.next_phase(after),
     }
     return Result(items=[item], text=lambda: [_next_words(session.ref, phase, after)])
+
+
+def _mirror(stores: Stores, ref: WorkItemRef, after: Lane) -> None:
+    """Where the lane is now, in the item's ledger: ``sessions list`` shows it, and the
+    readers make what it owes (the gate's comment, the next phase's paste) at their next
+    look."""
+    from the_loop.intake.spec_lane import mirror_lane
+    from the_loop.portable.poll import PollState
+    from the_loop.spec.lane import PHASES
+
+    current = str(after.current)
+    status = after.node(current).status if current in PHASES else ""
+    mirror_lane(PollState(stores.store, registry=stores.registry).change, ref, current, status)
 
 
 def _checked_artifact(context: Context, state_file: WorkItemStateFile, phase: str) -> str | None:

@@ -27,6 +27,11 @@ from the_loop.portable.control import START, ControlRecord
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.file import FrozenChoices, WorkItemStateFile, resolve_frozen_choices
 from the_loop.sessions.session import Session
+from the_loop.spec.checkouts import with_lane
+
+#: What an agent's session is told of the-loop's own state root and config file.
+STATE_ROOT_VARIABLE = "THE_LOOP_STATE_ROOT"
+CONFIG_VARIABLE = "THE_LOOP_CLI_CONFIG"
 
 if TYPE_CHECKING:
     from the_loop.config.file import Config
@@ -111,8 +116,12 @@ class Dispatcher:
         portable: WorkItemStore | None = None,
         on_warning: Callable[[str], None] | None = None,
         environ: Mapping[str, str] | None = None,
+        state_root: str = "",
     ) -> None:
         self.config = config
+        #: The state root this dispatcher's records are in: an agent's ``the-loop done``
+        #: reaches the same one (``$THE_LOOP_STATE_ROOT`` in its environment).
+        self.state_root = state_root
         #: The spawning process's environment, what an agent's session carries of it.
         self.environ = os.environ if environ is None else environ
         self.settings = DispatchSettings.from_config(config)
@@ -190,6 +199,7 @@ class Dispatcher:
         cwd = self._prepare(ref, branch, progress)
         progress.step = "harness"
         choices = self.frozen_choices(ref, cwd)
+        prompt = with_lane(prompt, cwd, ref, on_warning=self._warn)
         session = Session(
             ref,
             harness_name,
@@ -295,7 +305,10 @@ class Dispatcher:
         """The first prompt again, for an agent started afresh (``""`` and a warning when
         the caller has none to give)."""
         if prompt is not None:
-            return prompt()
+            first = prompt()
+            if not record.cwd:
+                return first
+            return with_lane(first, Path(record.cwd), record.work_item, on_warning=self._warn)
         self._warn(
             f"{record.ref}: its agent never had a turn to resume: started afresh as session "
             f"{record.harness_session_id}, without the ticket's prompt"
@@ -370,11 +383,17 @@ class Dispatcher:
         :func:`~the_loop.dispatch.settings.agent_environment` carries it, never a secret
         its ``passEnv`` does not list."""
         secrets = AgentEnvironment.from_config(self.config, (harness,))
-        return agent_environment(
+        env = agent_environment(
             self.environ,
             passed=secrets.passed.get(harness, frozenset()),
             withheld=secrets.withheld_from(harness),
         )
+        # The agent's own commands (``the-loop done``) find this state root and config.
+        if self.state_root:
+            env[STATE_ROOT_VARIABLE] = self.state_root
+        if self.config.source is not None:
+            env[CONFIG_VARIABLE] = os.path.abspath(self.config.source)
+        return env
 
     # -- close ---------------------------------------------------------------------
 

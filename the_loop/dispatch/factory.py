@@ -78,6 +78,7 @@ def build_dispatcher(
             events=events,
             portable=portable,
             on_warning=on_warning,
+            state_root=owner,
         )
     except ValueError as error:
         raise TheLoopError(f"cannot set up the dispatcher: {error}") from error

@@ -348,6 +348,30 @@ class Workspace:
         changed = self._git(checkout, "status", "--porcelain", "--", path).stdout
         return "it has changes that are not committed" if changed.strip() else None
 
+    def commit_file(self, checkout: Path, file: Path, message: str) -> bool:
+        """Commit ``file`` alone (added when git does not track it yet) on the checkout's
+        branch with ``message``; False, with nothing committed, when it is already as
+        committed. The checkout's own identity when it has one, else ``the-loop``'s.
+        ``DispatchError`` when git refuses."""
+        if self.uncommitted(checkout, file) is None:
+            return False
+        path = f":(literal){os.path.relpath(file, checkout)}"
+        named = self._git(checkout, "config", "user.email", check=False).stdout.strip()
+        identity = (
+            [] if named else ["-c", "user.name=the-loop", "-c", "user.email=the-loop@localhost"]
+        )
+        self._git(checkout, "add", "--", path)
+        self._git(
+            checkout, *identity, "commit", "--quiet", "--no-verify", "-m", message, "--", path
+        )
+        return True
+
+    def last_commit(self, checkout: Path, file: Path) -> str:
+        """The commit that last changed ``file`` on the checkout's branch (``""``: none)."""
+        path = f":(literal){os.path.relpath(file, checkout)}"
+        found = self._git(checkout, "log", "-1", "--format=%H", "--", path, check=False)
+        return found.stdout.strip() if found.returncode == 0 else ""
+
     # -- preparing -----------------------------------------------------------------
 
     def _clone_checkout(self, ref: WorkItemRef, path: Path, branch: str | None) -> str:

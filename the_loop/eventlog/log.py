@@ -266,6 +266,27 @@ EVENT_TYPES: dict[str, str] = {
     "was committed with every required section, and the lane moved (work_item, phase; status: "
     "waiting when its gate opened for a person, else pass; current_node: the phase the lane is "
     "at now, or done; artifact: the file checked, empty for implementation).",
+    "spec.decided": (
+        "A person's decision for a work item's spec lane was carried out, once, or refused with "
+        "its reason said on the ticket (work_item, command: approve, changes, skip or start; "
+        "phase; outcome: approved, changes, skipped, started or refused; actor; link: the comment"
+        " or review that decided; reason: why it was refused, else empty)."
+    ),
+    "spec.gate_opened": (
+        "A spec phase's gate opened and its one marked comment was said on the ticket: what is "
+        "ready, its link at its commit, and how to decide (work_item, phase, round: 1, then one "
+        "more for each time it was sent back; comment_id: null when GitHub did not say)."
+    ),
+    "spec.pasted": (
+        "A spec lane's paste reached the pane of the item's session: a phase's start, or a phase "
+        "sent back with what to change and the gate's comments (work_item, key: "
+        "spec-<phase>-<when it began>, attempt)."
+    ),
+    "spec.review_appended": (
+        "The authorized comments made while a gate was open, and its decision, were appended to "
+        "the phase's document under Review comments, each once, and committed (work_item, phase, "
+        "comments: how many were owed, those already there not appended again)."
+    ),
     "webhook.given_up": "A delivery whose repository's round failed five batches in a row was "
     "marked processed without being acted on; the poller reconciles what it said (delivery, "
     "github_event, attempts, error).",

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 Row = dict[str, Any]
 #: The key of a paste that is not one comment: a kind, a dash, then safe characters.
-_OTHER_KEY = re.compile(r"(?:review|ci|limit)-[A-Za-z0-9._-]{1,120}")
+_OTHER_KEY = re.compile(r"(?:review|ci|limit|spec)-[A-Za-z0-9._-]{1,120}")
 _DONE = (DeliveryState.DELIVERED, DeliveryState.GIVEN_UP)
 #: How long an agent sits idle after a paste without taking it before the paste counts
 #: as dropped (and is pasted again): Claude Code submits a queued paste at once.
@@ -68,7 +68,7 @@ def ledger_of(rows: list[Row]) -> DeliveryLedger:
 
 def delivery_key(text: str) -> DeliveryKey:
     """A row's id as the ledger keys it: a comment's number, or another paste's key
-    (``review-<id>``, ``ci-…``, ``limit-…``); ``ValueError`` for anything else."""
+    (``review-<id>``, ``ci-…``, ``limit-…``, ``spec-…``); ``ValueError`` for anything else."""
     if text.isdigit():
         return int(text)
     if _OTHER_KEY.fullmatch(text) is None:
@@ -360,6 +360,8 @@ class _Pane:
             emit("poll.review_delivered", work_item=ref, key=key, attempt=attempt, **found)
         elif key.startswith("limit-"):
             emit("session.limit_continued", work_item=ref, key=key, attempt=attempt, **found)
+        elif key.startswith("spec-"):
+            emit("spec.pasted", work_item=ref, key=key, attempt=attempt, **found)
         else:
             emit("poll.ci_failure_delivered", work_item=ref, key=key, attempt=attempt, **found)
 

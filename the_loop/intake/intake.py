@@ -34,7 +34,7 @@ from the_loop.intake.delivery import delivery_text
 from the_loop.intake.drain import drain
 from the_loop.intake.events import IssueComment, parse_timestamp
 from the_loop.intake.first_sight import first_sight
-from the_loop.intake.keywords import ANSWERS
+from the_loop.intake.keywords import ANSWERS, SPEC_VERBS
 from the_loop.intake.linking import link_pulls
 from the_loop.intake.people import may_write
 from the_loop.intake.ports import (
@@ -51,6 +51,8 @@ from the_loop.intake.refusals import log_refusal, refused, refused_at_first_sigh
 from the_loop.intake.review_round import take_reviews
 from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.intake.revival import forget_restarts, revive
+from the_loop.intake.spec_lane import START as LANE_START
+from the_loop.intake.spec_lane import take_decision, tend_lane
 from the_loop.intake.stall import watch_stall
 from the_loop.intake.usage_limit import continue_after_limit
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
@@ -88,6 +90,7 @@ class Intake:
                 if keep_budget(session, self, state):
                     continue  # over its budget: its comments wait for a raise
                 continue_after_limit(session, self, state)
+                tend_lane(session, self)
                 if not revive(session, self, state):
                     waiting.append(session)
         drain(waiting, self)
@@ -291,20 +294,51 @@ class Round:
             text = self.intake.settings.policy.grammar.arguments(comment.body, BUDGET)
             raise_budget(self.intake, comment, text)
             return
+        if verb in SPEC_VERBS:
+            self._decide_lane(comment, verb, key)
+            return
         ports, counts = self.intake.ports, self.intake.counts
         ref = comment.work_item
         record = ControlRecord(ref.ref, verb, "comment", comment.login, _iso(comment.created_at))
         if not ports.ledger.record_command(ref, key or str(comment.id), record.to_dict()):
             return
         counts.commands += 1
+        lane = verb == START and self._asks_for_lane(comment)
         if self.claiming is not None and not key:
             if verb == START:
                 self._claim(comment)
                 self.refresh(ref)
+                if lane:  # begun once its session runs here
+                    take_decision(self.intake, comment, LANE_START, key=f"lane-{comment.id}")
                 return
             if verb in (STOP, CLEANUP):
                 self.claiming.release(ref)
         self.act(ref, verb, comment.login, comment.id)
+        if lane:
+            take_decision(self.intake, comment, LANE_START, key=f"lane-{key or comment.id}")
+
+    def _asks_for_lane(self, comment: IssueComment) -> bool:
+        """``start spec``: the start's words name the spec lane."""
+        words = self.intake.settings.policy.grammar.arguments(comment.body, START).split()
+        return bool(words) and words[0].lower() == "spec"
+
+    def _decide_lane(self, comment: IssueComment, verb: str, key: str) -> None:
+        """``approve``, ``changes``, ``skip``: a decision for the item's spec lane, carried
+        out once; an item with nothing live to take what it owes is started for it."""
+        ref = comment.work_item
+        owner = self.intake.ports.ledger.owner_of(ref)
+        if not take_decision(self.intake, comment, verb, key=key, held=owner == ref):
+            return
+        self.refresh(owner)
+        if owner not in self.sessions and self._lane_waits(owner):
+            self.act(owner, START, comment.login, comment.id)
+
+    def _lane_waits(self, owner: WorkItemRef) -> bool:
+        """Whether a paste of the item's lane waits for a session."""
+        return any(
+            str(row.get("id", "")).startswith("spec-") and row.get("state") in ("waiting", "held")
+            for row in self.intake.ports.ledger.deliveries(owner)
+        )
 
     def _answer(self, comment: IssueComment, verb: str) -> None:
         """``allow`` or ``deny``: the agent's permission prompt answered, at most once, and
@@ -396,6 +430,7 @@ class Round:
                 if keep_budget(session, intake, state):
                     continue  # over its budget: its comments wait for a raise
                 continue_after_limit(session, intake, state)
+                tend_lane(session, intake)
                 if revive(session, intake, state, partial(self._facts, session.ref)):
                     continue  # its comments go in once the restarted agent takes a paste
                 waiting.append(session)

@@ -14,12 +14,15 @@ import re
 from dataclasses import dataclass
 
 DEFAULT_PREFIX = "the-loop"
-VERBS = ("start", "pause", "resume", "stop", "cleanup", "allow", "deny", "budget")
+#: The verbs that decide a spec lane's gate or skip one of its phases ([decision 028]).
+SPEC_VERBS = ("approve", "changes", "skip")
+VERBS = ("start", "pause", "resume", "stop", "cleanup", "allow", "deny", "budget", *SPEC_VERBS)
 #: The verbs that answer the agent's permission prompt: never a session's life.
 ANSWERS = ("allow", "deny")
-#: The verbs that act on the item's ledger, never on its session's life: at first sight
-#: they are history (the ledger they acted on travels with the item).
-LEDGER_VERBS = (*ANSWERS, "budget")
+#: The verbs that act on the item's ledger or its lane, never on its session's life: at
+#: first sight they are history (the ledger and the repository file they acted on travel
+#: with the item).
+LEDGER_VERBS = (*ANSWERS, "budget", *SPEC_VERBS)
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)\Z")

@@ -22,6 +22,8 @@ from the_loop.intake.events import Issue, IssueComment
 from the_loop.intake.people import AuthorizedUsers
 from the_loop.portable.poll import PollState
 from the_loop.ref import WorkItemRef
+from the_loop.repofile.values import WorkItemState
+from the_loop.spec.words import ReviewEntry
 
 Json = Mapping[str, Any]
 
@@ -92,6 +94,29 @@ class ItemKnowledge(Protocol):
     def known_open(self, ref: WorkItemRef) -> bool | None: ...
 
     def look_up(self, ref: WorkItemRef) -> Issue: ...
+
+
+class SpecPort(Protocol):
+    """The spec lane's files in a work item's checkout (its session record's): the
+    repository file, read (None: the item has no checkout, or its checkout no file) and
+    changed in one locked read-modify-write (made when there is none; ``TheLoopError``
+    without a checkout), where its documents are (``docs/specs/<id>``), the link of a
+    phase's document at the commit that last changed it, and the review comments
+    appended to a document and committed (each at most once: by its link)."""
+
+    def state(self, ref: WorkItemRef) -> WorkItemState | None: ...
+
+    def update(
+        self, ref: WorkItemRef, change: Callable[[WorkItemState], WorkItemState]
+    ) -> WorkItemState: ...
+
+    def spec_dir(self, ref: WorkItemRef) -> str: ...
+
+    def artifact_link(self, ref: WorkItemRef, phase: str) -> str: ...
+
+    def append_review(
+        self, ref: WorkItemRef, phase: str, entries: Sequence[ReviewEntry]
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -217,6 +242,9 @@ class IntakePorts:
     #: ``edit_comment(ref, comment_id, body)``: rewrite one of the-loop's own comments
     #: (None: this reader edits nothing; a blocked notice then stays as posted).
     edit_comment: Callable[[WorkItemRef, int, str], None] | None = None
+    #: The spec lane's files in the items' checkouts (None: this reader moves no lane;
+    #: its keywords are answered so).
+    spec: SpecPort | None = None
 
 
 #: The kinds of :class:`Action`: a command ran; a command (or a stranger's comment) was

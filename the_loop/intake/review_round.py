@@ -27,6 +27,7 @@ from the_loop.intake.pastes import known_pastes, queue_paste, settle_pastes
 from the_loop.intake.people import is_bot
 from the_loop.intake.ports import Action
 from the_loop.intake.reviews import Review, ReviewComment, review_paste
+from the_loop.intake.spec_lane import gate_open, take_decision
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
@@ -124,6 +125,8 @@ def _take(
     if review.carries_marker or (is_bot(review.login, review.user_type) and not permitted):
         _settle(round_, review, owner, "own" if review.carries_marker else "bot")
         return
+    if permitted and review.state in _DECIDING:
+        _decide_gate(round_, review, owner)
     scan = policy.grammar.scan(review.body)
     if scan.is_keyword:
         _keyword(round_, review, owner, scan.verb if not scan.ambiguous else None, permitted)
@@ -141,6 +144,40 @@ def _take(
         intake.counts.reviews += 1
 
 
+#: The review states that decide a spec lane's open gate, and what each decides.
+_DECIDING = {"APPROVED": "approved", "CHANGES_REQUESTED": "changes"}
+
+
+def _decide_gate(round_: RoundView, review: Review, owner: WorkItemRef) -> None:
+    """An approving or changes-requested review of a pull request of an item whose spec
+    lane has a gate open decides that gate (GitHub's own state, never its words), once by
+    the review's key; the review is still pasted as any other."""
+    intake = round_.intake
+    if not gate_open(intake, owner):
+        return
+    as_comment = _as_comment(review, owner)
+    if round_.may_command(as_comment):
+        decided = _DECIDING[review.state]
+        verb = "approve" if decided == "approved" else "changes"
+        take_decision(
+            intake, as_comment, verb, key=f"lane-{review.key}", decided=decided, held=False
+        )
+
+
+def _as_comment(review: Review, owner: WorkItemRef) -> IssueComment:
+    """``review`` as a comment on its owner, for the command rules."""
+    return IssueComment(
+        id=review.id,
+        work_item=owner,
+        login=review.login,
+        user_type=review.user_type,
+        body=review.body,
+        html_url=review.html_url,
+        created_at=review.submitted_at or datetime.min,
+        updated_at=review.submitted_at or datetime.min,
+    )
+
+
 def _keyword(
     round_: RoundView, review: Review, owner: WorkItemRef, verb: str | None, permitted: bool
 ) -> None:
@@ -152,16 +189,7 @@ def _keyword(
         intake.counts.actions.append(refused)
         _settle(round_, review, owner, reason)
         return
-    as_comment = IssueComment(
-        id=review.id,
-        work_item=owner,
-        login=review.login,
-        user_type=review.user_type,
-        body=review.body,
-        html_url=review.html_url,
-        created_at=review.submitted_at or datetime.min,
-        updated_at=review.submitted_at or datetime.min,
-    )
+    as_comment = _as_comment(review, owner)
     settle_pastes(intake.ports, owner, [review.key])
     if round_.may_command(as_comment):
         round_.command(as_comment, verb, key=review.key)

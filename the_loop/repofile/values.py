@@ -185,9 +185,11 @@ class WorkItemState:
     nodes: Any = field(default_factory=dict[str, Any])
     decisions: Any = field(default_factory=dict[str, Any])
     forced: Any = field(default_factory=list[Any])
-    parked: Any = field(default_factory=list[Any])
+    #: Upstream the-loopy-one 20.10.2 reads ``parked`` as an object or null, and
+    #: ``skips`` as an object keyed by node id: a fresh file holds those shapes.
+    parked: Any = None
     completions: Any = field(default_factory=dict[str, Any])
-    skips: Any = field(default_factory=list[Any])
+    skips: Any = field(default_factory=dict[str, Any])
     opt_ins: Any = field(default_factory=list[Any])
     surface: Any = None
     session_per_pr: str = ""

@@ -54,6 +54,33 @@ def section_headings(text: str) -> list[str]:
     return found
 
 
+def section_span(text: str, name: str) -> tuple[int, int] | None:
+    """The lines of ``text``'s first level-2 section named ``name`` (outside fenced code
+    blocks): the heading's index and the index after its last line (the next level-2
+    heading, or the end); None when there is none."""
+    wanted = _words(name)
+    start: int | None = None
+    fence: tuple[str, int] | None = None
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if opening is not None and _closes(opening, fence):
+                fence = None
+            continue
+        if opening is not None and not (opening["marks"][0] == "`" and "`" in opening["info"]):
+            fence = (opening["marks"][0], len(opening["marks"]))
+            continue
+        heading = _HEADING.match(line)
+        if heading is None:
+            continue
+        if start is not None:
+            return start, index
+        if _words(heading["text"] or "") == wanted:
+            start = index
+    return None if start is None else (start, len(lines))
+
+
 def missing_sections(text: str, phase: str) -> tuple[str, ...]:
     """The sections ``phase``'s artifact must hold that ``text`` does not, in their order."""
     held = set(section_headings(text))

@@ -12,10 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from the_loop.errors import UsageError, WarningSink
+from the_loop.errors import TheLoopError, UsageError, WarningSink
+from the_loop.ref import WorkItemRef
 from the_loop.repofile.file import WorkItemStateFile
 from the_loop.repofile.values import SPECS_DIR
 from the_loop.sessions.session import Session
+from the_loop.spec.lane import read_lane
+from the_loop.spec.words import lane_line
 
 
 def session_holding(sessions: Iterable[Session], directory: Path) -> Session:
@@ -73,3 +76,27 @@ def state_file_in(
     if not session.cwd or not os.path.isdir(os.path.join(session.cwd, SPECS_DIR)):
         return None
     return WorkItemStateFile(Path(session.cwd), session.work_item, on_warning=on_warning)
+
+
+def with_lane(
+    prompt: str, checkout: Path, work_item: WorkItemRef, *, on_warning: WarningSink | None = None
+) -> str:
+    """``prompt`` with the line that names the spec files and the current phase, when
+    ``checkout`` holds ``work_item``'s started lane (a fresh session inherits it); as it is
+    otherwise, or when the file cannot be read (said to ``on_warning``)."""
+    if not os.path.isdir(os.path.join(checkout, SPECS_DIR)):
+        return prompt
+    try:
+        state_file = WorkItemStateFile(checkout, work_item, on_warning=on_warning)
+        if not state_file.exists():
+            return prompt
+        lane = read_lane(state_file.load())
+    except (TheLoopError, OSError, ValueError) as error:
+        if on_warning is not None:
+            on_warning(f"{work_item.ref}: the first prompt does not name the spec lane: {error}")
+        return prompt
+    if not lane.started or lane.finished or lane.current not in [n.node for n in lane.nodes]:
+        return prompt
+    spec_dir = f"{SPECS_DIR}/{state_file.spec_id}"
+    line = lane_line(spec_dir, str(lane.current), lane.node(str(lane.current)).status)
+    return f"{prompt}\n\n{line}" if prompt else line

@@ -166,7 +166,8 @@ def approve(state: WorkItemState, phase: str, *, by: str, at: str, link: str) ->
     lane = _started(state, phase)
     _require_waiting(lane, phase, "approved")
     who = _who(by, at, link)
-    decided = _decided(state, phase, {"outcome": APPROVED, **who})
+    opened = lane.node(phase).at
+    decided = _decided(state, phase, {"outcome": APPROVED, **who, "opened": opened})
     ended = Node(phase, PASS, **who)
     return _advanced(replace(state, decisions=decided), lane, ended, who["at"])
 
@@ -179,7 +180,8 @@ def changes(
     lane = _started(state, phase)
     _require_waiting(lane, phase, "sent back")
     who = _who(by, at, link)
-    decided = _decided(state, phase, {"outcome": CHANGES, **who, "what": what})
+    opened = lane.node(phase).at
+    decided = _decided(state, phase, {"outcome": CHANGES, **who, "opened": opened, "what": what})
     reopened = Node(phase, ACTIVE, at=who["at"])
     return _written(replace(state, decisions=decided), _put(lane, reopened), current=phase)
 
@@ -194,10 +196,40 @@ def skip(state: WorkItemState, phase: str, *, by: str, at: str, link: str) -> Wo
         raise LaneError(f"{phase} {already}: only a phase not yet passed can be skipped")
     who = _who(by, at, link)
     skipped = Node(phase, SKIPPED, **who)
-    state = replace(state, skips=[*_skips_of(state), {"node": phase, **who}])
+    entry = {"via": "comment", "by": who["by"], "reason": "", "at": who["at"], "link": who["link"]}
+    state = replace(state, skips={**_skips_of(state), phase: entry})
     if lane.current == phase:
         return _advanced(state, lane, skipped, who["at"])
     return _written(state, _put(lane, skipped), current=str(lane.current))
+
+
+def decisions_of(state: WorkItemState, phase: str) -> list[dict[str, Any]]:
+    """The decisions recorded for ``phase``, oldest first (entries that are not objects
+    are left out)."""
+    decisions: object = state.decisions
+    if not isinstance(decisions, Mapping):
+        return []
+    found: object = cast(Mapping[str, Any], decisions).get(phase)
+    if not isinstance(found, list):
+        return []
+    entries = cast(list[Any], found)
+    return [cast(dict[str, Any], entry) for entry in entries if isinstance(entry, dict)]
+
+
+def decided_by_link(state: WorkItemState, link: str) -> bool:
+    """Whether a decision (or a skip) with ``link`` is already recorded: the same comment
+    or review is never applied twice."""
+    if not link:
+        return False
+    if any(entry.get("link") == link for phase in GATED for entry in decisions_of(state, phase)):
+        return True
+    return link in skip_links(state).values()
+
+
+def gate_round(state: WorkItemState, phase: str) -> int:
+    """Which opening of ``phase``'s gate the lane is at: 1, then one more after each
+    decision that sent it back."""
+    return 1 + len(decisions_of(state, phase))
 
 
 def next_phase(lane: Lane) -> str | None:
@@ -284,13 +316,43 @@ def _decided(state: WorkItemState, phase: str, decision: dict[str, Any]) -> dict
     return {**known, phase: [*cast(list[Any], earlier), decision]}
 
 
-def _skips_of(state: WorkItemState) -> list[Any]:
+def _skips_of(state: WorkItemState) -> dict[str, Any]:
+    """``skips`` as an object keyed by node, as upstream the-loopy-one 20.10.2 keeps it;
+    an earlier list of names (or of ``{"node": ...}``) is carried over, each name kept."""
     skips: object = state.skips
     if skips is None:
-        return []
+        return {}
+    if isinstance(skips, Mapping):
+        return dict(cast(Mapping[str, Any], skips))
     if not isinstance(skips, list):
-        raise LaneError(f"the state file's skips is not a list: {quoted(skips)}")
-    return list(cast(list[Any], skips))
+        raise LaneError(f"the state file's skips is neither an object nor a list: {quoted(skips)}")
+    carried: dict[str, Any] = {}
+    entry: object
+    for entry in cast(list[object], skips):
+        fields = dict(cast(Mapping[str, Any], entry)) if isinstance(entry, Mapping) else {}
+        if isinstance(entry, str):
+            carried[entry] = {}
+        elif isinstance(fields.get("node"), str):
+            carried[str(fields.pop("node"))] = fields
+        else:
+            what = quoted(cast(object, entry))
+            raise LaneError(f"the state file's skips holds an entry the lane cannot read: {what}")
+    return carried
+
+
+def skip_links(state: WorkItemState) -> dict[str, str]:
+    """Each skipped node's link, by node (a skip without one is left out)."""
+    try:
+        skips = _skips_of(state)
+    except LaneError:
+        return {}
+    found: dict[str, str] = {}
+    for node, entry in skips.items():
+        if isinstance(entry, Mapping):
+            link = cast(Mapping[str, Any], entry).get("link")
+            if isinstance(link, str) and link:
+                found[node] = link
+    return found
 
 
 def _text(value: str, name: str) -> str:

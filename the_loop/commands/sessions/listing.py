@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from the_loop.dispatch.tmux import NAME_PATTERN, TmuxRunner
 
@@ -58,6 +58,8 @@ class ListedRow(NamedTuple):
     detail: AgentState | None = None
     #: What the item's agents spent and its budget (None: not read).
     figures: tuple[dict[str, Any], dict[str, Any]] | None = None
+    #: Where the item's spec lane is (``{"phase", "status"}``; None: not in the lane).
+    phase: Mapping[str, str] | None = None
 
     def document(self) -> dict[str, Any]:
         """The ``--format json`` item: the record's report, ``control``, ``agent``, ``checkout``."""
@@ -76,6 +78,7 @@ class ListedRow(NamedTuple):
         document["checkout"] = self.checkout
         if self.figures is not None:
             document["spend"], document["budget"] = self.figures
+        document["phase"] = dict(self.phase) if self.phase is not None else None
         if self.held_by is not None:
             document["heldBy"] = dict(self.held_by)
         return document
@@ -102,12 +105,33 @@ class ListedRow(NamedTuple):
         agent = self.detail.describe() if self.detail is not None else self.agent
         spent = _spent(self.figures[0]) if self.figures is not None else ""
         cells.insert(5, spent)
+        cells.append(_phase_cell(self.phase))
         return [cell or "-" for cell in cells] + [agent, self.checkout or NO_CHECKOUT]
 
     def _status(self, status: str) -> str:
         """The record's status; ``over-budget`` for an active one whose item is over it."""
         over = self.figures is not None and self.figures[1].get("state") == OVER_BUDGET
         return OVER_BUDGET if over and status == "active" else status
+
+
+def lane_phase(ledger: Mapping[str, Any]) -> dict[str, str] | None:
+    """Where the item's spec lane is, as its poll ledger keeps it (None: not in the lane)."""
+    spec = ledger.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    kept = cast(Mapping[str, Any], spec)
+    phase, status = kept.get("phase"), kept.get("status")
+    if not isinstance(phase, str) or not phase:
+        return None
+    return {"phase": phase, "status": status if isinstance(status, str) else ""}
+
+
+def _phase_cell(phase: Mapping[str, str] | None) -> str:
+    """The PHASE cell: ``design:waiting``, ``done``, or empty."""
+    if phase is None:
+        return ""
+    status = phase.get("status") or ""
+    return f"{phase['phase']}:{status}" if status else phase["phase"]
 
 
 def _spent(spend: Mapping[str, Any]) -> str:

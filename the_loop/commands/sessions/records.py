@@ -31,6 +31,7 @@ from the_loop.commands.render import Result, table_lines
 from the_loop.commands.sessions import attach, link_pr, spending
 from the_loop.commands.sessions.listing import (
     held_elsewhere,
+    lane_phase,
     listed_rows,
     tmux_states,
     transcripts,
@@ -54,6 +55,7 @@ LIST_HEADERS = [
     "SPENT",
     "CONTROL",
     "LAST EVENT",
+    "PHASE",
     "AGENT",
     "CHECKOUT",
 ]
@@ -166,6 +168,11 @@ def _warn_when_harness_missing(config: Any, harness: str) -> None:
 # -- list --------------------------------------------------------------------
 
 
+def _ledger(stores: Stores, ref: str) -> dict[str, Any]:
+    found = stores.store.section(ref, "poll")
+    return found if isinstance(found, dict) else {}
+
+
 def run_list(args: argparse.Namespace) -> Result:
     """Every session record (optionally of one status), one item each; with ``--all`` the
     retained transcripts no record names after them.
@@ -178,11 +185,15 @@ def run_list(args: argparse.Namespace) -> Result:
     with reading_every_record(stores):
         sessions = stores.registry.list_sessions(args.status)
         commands = [_last_command(stores, session) for session in sessions]
-        figures = spending.figures_reader(stores, context.config)
-        spent = [figures(session.work_item.ref) for session in sessions]
+        figures = spending.ledger_figures(context.config)
+        ledgers = [_ledger(stores, session.work_item.ref) for session in sessions]
+        spent = [figures(ledger) for ledger in ledgers]
     states = tmux_states(context.config)
     rows = listed_rows(sessions, commands, states)
-    rows = [row._replace(figures=found) for row, found in zip(rows, spent, strict=True)]
+    rows = [
+        row._replace(figures=found, phase=lane_phase(ledger))
+        for row, found, ledger in zip(rows, spent, ledgers, strict=True)
+    ]
     rows = with_agent_states(rows, _observer(context, stores))
     if args.status is None:
         rows = held_elsewhere(rows, held_by_others(context))

@@ -43,18 +43,27 @@ def _dict(value: object) -> dict[str, Any]:
 
 def figures_reader(stores: Stores, config: Config) -> Callable[[str], Figures]:
     """What a work item (its ref) has spent and its budget, read from its ledger."""
+    of_ledger = ledger_figures(config)
+
+    def read(ref: str) -> Figures:
+        return of_ledger(_dict(stores.store.section(ref, "poll")))
+
+    return read
+
+
+def ledger_figures(config: Config) -> Callable[[Mapping[str, Any]], Figures]:
+    """What an item spent and its budget, from its poll ledger (as read)."""
     defaults = budget_limits(config)
     #: An item nothing was metered for and no raise made (most of a large store): one
     #: pair shared by all of them, never changed (the renderer only encodes it).
     unmetered = item_figures({}, defaults)
 
-    def read(ref: str) -> Figures:
-        ledger = _dict(stores.store.section(ref, "poll"))
+    def of_ledger(ledger: Mapping[str, Any]) -> Figures:
         if "spend" not in ledger and "budget" not in ledger:
             return unmetered
         return item_figures(ledger, defaults)
 
-    return read
+    return of_ledger
 
 
 def item_figures(ledger: Mapping[str, Any], defaults: Limits) -> Figures:

@@ -1,0 +1,517 @@
+"""The spec lane on the ticket (issue 31, [decision 028]): a person's decision carried out
+exactly once, and each side effect of the lane's moves made exactly once, crash or not.
+
+The repository file in the item's checkout is the lane's truth, moved only by the pure
+transitions of :mod:`the_loop.spec.lane`. What the intake owes is kept in the item's
+ledger under ``spec``:
+
+- ``intents``: each decision taken from the ticket (``approve``, ``changes``, ``skip``,
+  ``start spec``, or a review's state), written with its comment marked seen and dropped
+  once the lane has it. The repository file records a decision with its link, so one
+  carried out before a crash is recognised and never carried out twice;
+- ``appends``: the review comments owed to a document, appended and committed (each found
+  by its link in the document, so never twice);
+- ``phase`` and ``status``: where the lane is, as ``sessions list`` shows it.
+
+The gate's comment is a notice said once by its nonce (:mod:`once`), kept under
+``specGate``. Each phase's paste is a delivery row keyed by the phase and the moment it
+began (``spec-design-20261206T101500Z``), queued once and pasted once by the drain; a
+phase sent back is pasted with what to change and the gate's comments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import asdict
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from the_loop.errors import TheLoopError
+from the_loop.intake.comments import SessionState
+from the_loop.intake.delivery import visible_text
+from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment, parse_timestamp
+from the_loop.intake.once import keep, kept, new_nonce, say_once
+from the_loop.intake.pastes import known_pastes, queue_paste
+from the_loop.intake.ports import LiveSession, SpecPort
+from the_loop.portable.poll import SEEN_COMMENTS, Ledger
+from the_loop.ref import WorkItemRef
+from the_loop.repofile.values import WorkItemState
+from the_loop.spec import lane
+from the_loop.spec.words import ReviewEntry, changes_paste, gate_comment, phase_paste
+
+if TYPE_CHECKING:
+    from the_loop.intake.context import IntakeView
+
+#: The ledger keys: what the lane owes, and the gate's notice.
+SPEC = "spec"
+GATE = "specGate"
+#: The verb ``start spec`` is carried out as, once its session runs.
+START = "start"
+#: What each decision's outcome is called in events and actions.
+_OUTCOMES = {"approve": "approved", "changes": "changes", "skip": "skipped", START: "started"}
+#: Who a paste of the lane is by.
+BY = "the-loop"
+
+
+def paste_key(phase: str, at: str | None) -> str:
+    """The delivery key of ``phase``'s paste when it began at ``at``."""
+    stamp = "".join(ch for ch in (at or "") if ch.isalnum())
+    return f"spec-{phase}-{stamp or 'unknown'}"
+
+
+def take_decision(
+    intake: IntakeView,
+    comment: IssueComment,
+    verb: str,
+    *,
+    key: str = "",
+    decided: str = "",
+    held: bool = True,
+) -> bool:
+    """A decision for the lane of the item ``comment`` is on (a linked pull request's: its
+    owner's), from a login already found to command: kept as an intent in the same write
+    that marks the comment seen (``key``: a review's), then carried out. False when the
+    comment was taken before. ``decided``: a review's state (``approved``, ``changes``)."""
+    ports = intake.ports
+    where = comment.work_item
+    owner = ports.ledger.owner_of(where)
+    grammar = intake.settings.policy.grammar
+    words = grammar.arguments(comment.body, verb).strip() if not decided else ""
+    first = words.split()[0].lower() if words.split() else ""
+    intent: dict[str, Any] = {
+        "key": key or str(comment.id),
+        "verb": verb,
+        "phase": first if first in lane.PHASES and verb in ("approve", "skip") else "",
+        "args": words,
+        "by": comment.login,
+        "at": _iso(comment.created_at),
+        "link": comment.html_url or f"{where.url}#comment-{comment.id}",
+        "body": visible_text(comment.body)[0],
+        "decided": decided,
+        "on": where.ref,
+    }
+    if not _keep_intent(intake, where, owner, intent, mark_seen=not key):
+        return False
+    ports.checkpoint("spec-intent")
+    intake.counts.commands += 1
+    settle_lane(intake, owner, held=held)
+    return True
+
+
+def settle_lane(intake: IntakeView, owner: WorkItemRef, *, held: bool = False) -> None:
+    """Carry out the lane's intents, then make what its state owes: the gate's comment,
+    the phase's paste, the review comments appended. Under the item's hold unless the
+    caller has it; a failure is a warning, and what it left is done at the next look."""
+    ports = intake.ports
+    if ports.spec is None or not isinstance(ports.ledger.value(owner, SPEC), dict):
+        return
+    with nullcontext() if held else ports.hold(owner):
+        try:
+            _settle(intake, ports.spec, owner)
+        except TheLoopError as error:
+            ports.warn(f"{owner.ref}: the spec lane: {error}")
+
+
+def gate_open(intake: IntakeView, owner: WorkItemRef) -> bool:
+    """Whether the item's lane has a gate open, as its repository file says."""
+    port = intake.ports.spec
+    if port is None or not isinstance(intake.ports.ledger.value(owner, SPEC), dict):
+        return False
+    try:
+        state = port.state(owner)
+        return state is not None and bool(lane.read_lane(state).waiting)
+    except TheLoopError as error:
+        intake.ports.warn(f"{owner.ref}: the spec lane: {error}")
+        return False
+
+
+def tend_lane(session: LiveSession, intake: IntakeView) -> None:
+    """:func:`settle_lane` for a live session whose item is in the lane."""
+    settle_lane(intake, session.ref)
+
+
+def _settle(intake: IntakeView, port: SpecPort, owner: WorkItemRef) -> None:
+    for intent in _list(_record(intake, owner), "intents"):
+        if isinstance(intent, dict):
+            _carry_out(intake, port, owner, cast(dict[str, Any], intent))
+    state = port.state(owner)
+    if state is None:
+        return
+    found = lane.read_lane(state)
+    _mirror(intake, owner, found)
+    _owe_paste(intake, port, owner, found)
+    _owe_gate(intake, port, owner, state, found)
+    for append in _list(_record(intake, owner), "appends"):
+        if isinstance(append, dict):
+            _append(intake, port, owner, cast(dict[str, Any], append))
+
+
+# -- intents ------------------------------------------------------------------------
+
+
+def _keep_intent(
+    intake: IntakeView,
+    where: WorkItemRef,
+    owner: WorkItemRef,
+    intent: dict[str, Any],
+    *,
+    mark_seen: bool,
+) -> bool:
+    ledger_port, key = intake.ports.ledger, str(intent["key"])
+    taken: list[bool] = []
+
+    def change(ledger: Ledger) -> None:
+        spec = _spec_of(ledger)
+        intents = list(_list(spec, "intents"))
+        if any(isinstance(i, dict) and cast(dict[str, Any], i).get("key") == key for i in intents):
+            return
+        if where == owner and mark_seen:
+            if key in ledger[SEEN_COMMENTS]:
+                return
+            ledger[SEEN_COMMENTS].append(key)
+        ledger[SPEC] = {**spec, "intents": [*intents, intent]}
+        taken.append(True)
+
+    if where != owner and mark_seen and key in ledger_port.seen_comments(where):
+        return False
+    ledger_port.change(owner, change)
+    if where != owner and mark_seen:
+        ledger_port.resolve_comment(where, key)
+    return bool(taken)
+
+
+def _carry_out(
+    intake: IntakeView, port: SpecPort, owner: WorkItemRef, intent: dict[str, Any]
+) -> None:
+    """One intent into the repository file (once: a decision already recorded by its link
+    is not made again), then its effects owed and the intent dropped, in one write."""
+    verb, link, at = str(intent["verb"]), str(intent.get("link") or ""), str(intent["at"])
+    state = port.state(owner)
+    try:
+        if verb == START:
+            if state is None or not _started_by(state, at):
+                try:
+                    port.update(owner, lambda s: lane.start(s, at=at))
+                except lane.LaneError:
+                    raise
+                except TheLoopError:
+                    return  # no checkout yet (its start is claimed, or failed): next look
+                intake.ports.checkpoint("spec-moved")
+            _done(intake, owner, intent, lane.PHASES[0], [], None)
+            return
+        if state is None:
+            raise lane.LaneError("the spec lane has not started for this work item")
+        phase = _decided_phase(state, link)
+        if phase is None:
+            phase = _phase_for(intent, state)
+            entries = _entries(intake, owner, intent, state, phase)
+            port.update(owner, lambda s: _transition(s, intent, phase))
+            intake.ports.checkpoint("spec-moved")
+        else:
+            entries = _entries(intake, owner, intent, state, phase)
+    except lane.LaneError as error:
+        _refused(intake, owner, intent, str(error))
+        return
+    paste: tuple[str, str] | None = None
+    if verb == "changes" or intent.get("decided") == lane.CHANGES:
+        text = changes_paste(
+            port.spec_dir(owner), phase, by=str(intent["by"]), what=_what(intent), entries=entries
+        )
+        paste = (paste_key(phase, at), text)
+    _done(intake, owner, intent, phase, entries if verb != "skip" else [], paste)
+
+
+def _transition(state: WorkItemState, intent: dict[str, Any], phase: str) -> WorkItemState:
+    """The intent's move, or the state as it is when its link is already recorded (a
+    second process carried it out meanwhile)."""
+    link, by, at = str(intent.get("link") or ""), str(intent["by"]), str(intent["at"])
+    if lane.decided_by_link(state, link):
+        return state
+    verb, decided = str(intent["verb"]), str(intent.get("decided") or "")
+    if verb == "skip":
+        return lane.skip(state, phase, by=by, at=at, link=link)
+    if verb == "changes" or decided == lane.CHANGES:
+        return lane.changes(state, phase, by=by, at=at, link=link, what=_what(intent))
+    return lane.approve(state, phase, by=by, at=at, link=link)
+
+
+def _phase_for(intent: dict[str, Any], state: WorkItemState) -> str:
+    """The phase a decision is about: the one it names, else the gate that is open."""
+    named, verb = str(intent.get("phase") or ""), str(intent["verb"])
+    found = lane.read_lane(state)
+    if verb == "skip":
+        if not named:
+            raise lane.LaneError(f"say which phase to skip: {', '.join(lane.PHASES)}")
+        return named
+    if named:
+        return named
+    if not found.waiting:
+        raise lane.LaneError(f"no gate is open: the spec lane is at {found.where()}")
+    return found.waiting[0]
+
+
+def _decided_phase(state: WorkItemState, link: str) -> str | None:
+    """The phase whose decisions (or skips) already record ``link``."""
+    if not link:
+        return None
+    for phase in lane.GATED:
+        if any(entry.get("link") == link for entry in lane.decisions_of(state, phase)):
+            return phase
+    return next((node for node, found in lane.skip_links(state).items() if found == link), None)
+
+
+def _started_by(state: WorkItemState, at: str) -> bool:
+    found = lane.read_lane(state)
+    return found.started and found.node(lane.PHASES[0]).at == at
+
+
+def _entries(
+    intake: IntakeView, owner: WorkItemRef, intent: dict[str, Any], state: WorkItemState, phase: str
+) -> list[ReviewEntry]:
+    """The authorized comments made on the ticket while ``phase``'s gate was open, up to
+    the decision, and the decision itself (each once, oldest first); none for a skip."""
+    if str(intent["verb"]) == "skip":
+        return []
+    ports, policy = intake.ports, intake.settings.policy
+    opened = _opened(state, phase, str(intent.get("link") or ""))
+    until = parse_timestamp(str(intent["at"]))
+    posted = ports.posted.posted()
+    found: dict[str, ReviewEntry] = {}
+    for comment in ports.github.thread(owner):
+        if comment.created_at > until or (opened is not None and comment.created_at < opened):
+            continue
+        if comment.carries_marker or comment.id in posted:
+            continue
+        if not policy.authorized.permits(comment.login) or policy.grammar.scan(comment.body).verbs:
+            continue
+        link = comment.html_url or f"{owner.url}#comment-{comment.id}"
+        body = visible_text(comment.body)[0]
+        found[link] = ReviewEntry(comment.login, _iso(comment.created_at), link, body)
+    decided = str(intent.get("decided") or _OUTCOMES.get(str(intent["verb"]), ""))
+    link = str(intent.get("link") or "")
+    found[link] = ReviewEntry(
+        str(intent["by"]), str(intent["at"]), link, str(intent.get("body") or ""), decided
+    )
+    return sorted(found.values(), key=lambda entry: entry.at)
+
+
+def _opened(state: WorkItemState, phase: str, link: str) -> datetime | None:
+    """When the gate the decision is about opened: recorded with the decision once made,
+    else the waiting node's moment."""
+    for entry in lane.decisions_of(state, phase):
+        if entry.get("link") == link and isinstance(entry.get("opened"), str):
+            return _moment(str(entry["opened"]))
+    node = lane.read_lane(state).node(phase)
+    return _moment(node.at) if node.at else None
+
+
+def _done(
+    intake: IntakeView,
+    owner: WorkItemRef,
+    intent: dict[str, Any],
+    phase: str,
+    entries: Sequence[ReviewEntry],
+    paste: tuple[str, str] | None,
+) -> None:
+    """The intent dropped, its appends owed and its paste queued, in one write; then said."""
+    key = str(intent["key"])
+    dropped: list[bool] = []
+
+    def change(ledger: Ledger) -> None:
+        spec = _spec_of(ledger)
+        intents = [i for i in _list(spec, "intents") if _key_of(i) != key]
+        if len(intents) == len(_list(spec, "intents")):
+            return  # another process carried it out
+        appends = list(_list(spec, "appends"))
+        if entries and not any(_key_of(a) == key for a in appends):
+            appends.append({"key": key, "phase": phase, "entries": [asdict(e) for e in entries]})
+        ledger[SPEC] = {**spec, "intents": intents, "appends": appends}
+        dropped.append(True)
+
+    intake.ports.ledger.change(owner, change)
+    if paste is not None:
+        queue_paste(intake.ports, owner, paste[0], paste[1], by=BY, held=False)
+    if dropped:
+        _said(intake, owner, intent, phase, _OUTCOMES.get(str(intent["verb"]), "decided"))
+
+
+def _refused(intake: IntakeView, owner: WorkItemRef, intent: dict[str, Any], why: str) -> None:
+    """A decision the lane refuses: the intent dropped, then the person told why, once."""
+    key = str(intent["key"])
+    dropped: list[bool] = []
+
+    def change(ledger: Ledger) -> None:
+        spec = _spec_of(ledger)
+        intents = [i for i in _list(spec, "intents") if _key_of(i) != key]
+        if len(intents) != len(_list(spec, "intents")):
+            ledger[SPEC] = {**spec, "intents": intents}
+            dropped.append(True)
+
+    intake.ports.ledger.change(owner, change)
+    if not dropped:
+        return
+    _said(intake, owner, intent, str(intent.get("phase") or ""), "refused", why)
+    where = WorkItemRef.parse(str(intent.get("on") or owner.ref))
+    verb = str(intent["verb"])
+    shown = "start spec" if verb == START else verb
+    words = f"{AGENT_COMMENT_MARKER}\nthe-loop: @{intent['by']}: `{shown}` changed nothing: {why}."
+    try:
+        posted = intake.ports.github.post_comment(where, words)
+    except TheLoopError as error:
+        intake.ports.warn(f"{where.ref}: could not answer on the ticket: {error}")
+        return
+    if posted is not None:
+        intake.ports.posted.remember_posted(posted)
+
+
+def _said(
+    intake: IntakeView,
+    owner: WorkItemRef,
+    intent: dict[str, Any],
+    phase: str,
+    outcome: str,
+    reason: str = "",
+) -> None:
+    ports = intake.ports
+    ports.emit(
+        "spec.decided",
+        work_item=owner.ref,
+        command=str(intent["verb"]),
+        phase=phase,
+        outcome=outcome,
+        actor=str(intent["by"]),
+        link=str(intent.get("link") or ""),
+        reason=reason,
+    )
+
+
+# -- what the state owes ------------------------------------------------------------
+
+
+def _owe_paste(intake: IntakeView, port: SpecPort, owner: WorkItemRef, found: lane.Lane) -> None:
+    """The phase under way is pasted into the session once, when it began."""
+    phase = lane.next_phase(found)
+    if phase is None:
+        return
+    key = paste_key(phase, found.node(phase).at)
+    if key in known_pastes(intake.ports, owner):
+        return
+    queue_paste(
+        intake.ports, owner, key, phase_paste(port.spec_dir(owner), phase), by=BY, held=False
+    )
+
+
+def _owe_gate(
+    intake: IntakeView,
+    port: SpecPort,
+    owner: WorkItemRef,
+    state: WorkItemState,
+    found: lane.Lane,
+) -> None:
+    """The open gate's comment, said on the ticket once per opening."""
+    if not found.waiting:
+        return
+    phase = found.waiting[0]
+    round_ = lane.gate_round(state, phase)
+    record = kept(intake, owner, GATE)
+    if record is None or record.get("phase") != phase or record.get("round") != round_:
+        name = f"{port.spec_dir(owner)}/{phase}.md"
+        body = gate_comment(owner.ref, phase, name, port.artifact_link(owner, phase), round_)
+        record = {
+            "phase": phase,
+            "round": round_,
+            "nonce": new_nonce(),
+            "comment": 0,
+            "body": f"{AGENT_COMMENT_MARKER}\n{body}",
+        }
+        keep(intake, owner, GATE, record)
+    if record.get("comment"):
+        return
+    said = say_once(LiveSession(owner, SessionState.NONE), intake, GATE, record, "gate's comment")
+    if (kept(intake, owner, GATE) or {}).get("comment"):
+        intake.ports.emit(
+            "spec.gate_opened", work_item=owner.ref, phase=phase, round=round_, comment_id=said
+        )
+
+
+def _append(intake: IntakeView, port: SpecPort, owner: WorkItemRef, append: dict[str, Any]) -> None:
+    """The review comments owed to a document appended and committed, then forgotten."""
+    key, phase = str(append.get("key")), str(append.get("phase"))
+    listed = cast(list[Any], append.get("entries") or [])
+    entries = [ReviewEntry(**cast(dict[str, Any], e)) for e in listed if isinstance(e, dict)]
+    try:
+        port.append_review(owner, phase, entries)
+    except (TheLoopError, OSError) as error:
+        intake.ports.warn(f"{owner.ref}: could not append the review comments to {phase}: {error}")
+        return
+    intake.ports.checkpoint("spec-appended")
+
+    def change(ledger: Ledger) -> None:
+        spec = _spec_of(ledger)
+        appends = [a for a in _list(spec, "appends") if _key_of(a) != key]
+        ledger[SPEC] = {**spec, "appends": appends}
+
+    intake.ports.ledger.change(owner, change)
+    intake.ports.emit(
+        "spec.review_appended", work_item=owner.ref, phase=phase, comments=len(entries)
+    )
+
+
+def _mirror(intake: IntakeView, owner: WorkItemRef, found: lane.Lane) -> None:
+    """Where the lane is, kept in the ledger for the listings (written only on a change)."""
+    phase = str(found.current) if found.started else ""
+    status = found.node(phase).status if phase in lane.PHASES else ""
+    record = _record(intake, owner)
+    if record.get("phase") == phase and record.get("status") == status:
+        return
+    mirror_lane(intake.ports.ledger.change, owner, phase, status)
+
+
+def mirror_lane(
+    change: Callable[[WorkItemRef, Callable[[Ledger], None]], None],
+    owner: WorkItemRef,
+    phase: str,
+    status: str,
+) -> None:
+    """Keep ``phase`` and ``status`` in the item's ledger (``the-loop done`` calls it too)."""
+
+    def apply(ledger: Ledger) -> None:
+        ledger[SPEC] = {**_spec_of(ledger), "phase": phase, "status": status}
+
+    change(owner, apply)
+
+
+def _record(intake: IntakeView, owner: WorkItemRef) -> dict[str, Any]:
+    value = intake.ports.ledger.value(owner, SPEC)
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+def _spec_of(ledger: Ledger) -> dict[str, Any]:
+    value = ledger.get(SPEC)
+    return dict(cast(dict[str, Any], value)) if isinstance(value, dict) else {}
+
+
+def _list(record: dict[str, Any], name: str) -> list[Any]:
+    value = record.get(name)
+    return list(cast(list[Any], value)) if isinstance(value, list) else []
+
+
+def _key_of(value: object) -> str | None:
+    return str(cast(dict[str, Any], value).get("key")) if isinstance(value, dict) else None
+
+
+def _what(intent: dict[str, Any]) -> str:
+    """What to change: the words after ``changes``, else the review's body."""
+    return str(intent.get("args") or "") or str(intent.get("body") or "")
+
+
+def _moment(text: str) -> datetime | None:
+    try:
+        return parse_timestamp(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
