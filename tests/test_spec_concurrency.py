@@ -1,6 +1,8 @@
 """Three processes move one work item's lane at once: `the-loop done` through the CLI and
-a person's decisions through the repository file, 100 random operations each. Every
-change is one locked read-modify-write, so nothing one of them did is lost."""
+a person's decisions through the repository file, 300 random operations each. Every
+change is one locked read-modify-write, so nothing one of them did is lost. Only the
+requirements are ever approved here, so the lane keeps reaching gates to decide through
+all 900 operations instead of finishing early."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ ARTIFACTS = {
     "design.md": "## Design\n\n## Testing plan\n",
     "tasks.md": "## Tasks\n",
 }
-OPERATIONS = 100
+OPERATIONS = 300
 _CONTEXT = multiprocessing.get_context("spawn")
 
 
@@ -61,7 +63,7 @@ def _operate(checkout: str, config: str, worker: int, go: Event, results: str) -
         elif roll < 0.98:
             op, decide = "approve", _approve(mark)
         else:
-            op, decide = "skip", _skip(chance.choice(lane.PHASES), mark)
+            op, decide = "skip", _skip(chance.choice(("tasks", "implementation")), mark)
         try:
             state_file.update(decide)
         except LaneError:
@@ -83,6 +85,8 @@ def _changes(mark: str) -> Any:
 
 def _approve(mark: str) -> Any:
     def change(state: Any) -> Any:
+        if _current(state) != "requirements":
+            raise LaneError("only the requirements are approved, in this test")
         return lane.approve(state, _current(state), by="o", at="t", link=mark)
 
     return change
@@ -141,7 +145,7 @@ def test_three_processes_moving_one_lane_lose_nothing(tmp_path: Path) -> None:
     assert sorted(d["link"] for d in decided if d["outcome"] == "changes") == marks["changes"]
     assert sorted(d["link"] for d in decided if d["outcome"] == "approved") == marks["approve"]
     assert sorted(skip["link"] for skip in state.skips.values()) == marks["skip"]
-    assert len(marks["changes"]) > 5, "the processes took turns deciding"
+    assert len(marks["changes"]) > 50, f"the processes took turns deciding: {len(marks['changes'])}"
     dones = {phase: sum(1 for e in applied if e.get("phase") == phase) for phase in lane.PHASES}
     read = read_lane(state)
     for phase in lane.GATED:

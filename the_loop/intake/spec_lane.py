@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -33,7 +33,7 @@ from the_loop.intake.delivery import visible_text
 from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment, parse_timestamp
 from the_loop.intake.once import keep, kept, new_nonce, say_once
 from the_loop.intake.pastes import known_pastes, queue_paste
-from the_loop.intake.ports import LiveSession, SpecPort
+from the_loop.intake.ports import Action, LiveSession, SpecPort
 from the_loop.portable.poll import SEEN_COMMENTS, Ledger
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.values import WorkItemState
@@ -276,10 +276,16 @@ def _entries(
     ports, policy = intake.ports, intake.settings.policy
     opened = _opened(state, phase, str(intent.get("link") or ""))
     until = parse_timestamp(str(intent["at"]))
+    deciding = str(intent["key"])
     posted = ports.posted.posted()
     found: dict[str, ReviewEntry] = {}
     for comment in ports.github.thread(owner):
-        if comment.created_at > until or (opened is not None and comment.created_at < opened):
+        # GitHub's times are to the second: within the decision's second, a comment
+        # written after it (a higher id on the same thread) is not the gate's.
+        written = comment.created_at.replace(microsecond=0)
+        if written > until or (opened is not None and written < opened):
+            continue
+        if deciding.isdigit() and comment.id > int(deciding):
             continue
         if comment.carries_marker or comment.id in posted:
             continue
@@ -374,6 +380,10 @@ def _said(
     reason: str = "",
 ) -> None:
     ports = intake.ports
+    verb = str(intent["verb"])
+    shown = "start spec" if verb == START else verb
+    action = Action("command", owner.ref, str(intent["by"]), shown, str(intent["key"]))
+    intake.counts.actions.append(replace(action, outcome=outcome, reason=reason))
     ports.emit(
         "spec.decided",
         work_item=owner.ref,
