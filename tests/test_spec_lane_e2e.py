@@ -127,3 +127,56 @@ def test_a_fresh_lane_keeps_its_file_where_upstream_looks(
     state = WorkItemStateFile(world.checkout, WorkItemRef.parse(ITEM)).load()
     assert state.current_node == "requirements"
     assert (world.checkout / SPEC_DIR / "work-item-state.json").exists()
+
+
+def test_a_decision_with_no_session_starts_one_that_inherits_the_lane(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+) -> None:
+    world = lane_world
+    world.comment("the-loop start spec")
+    world.poll_until(lambda: len(world.gate_comments()) == 1, "the requirements gate said")
+    world.comment("the-loop stop")
+    world.poll_until(lambda: world.registry.find_by_work_item(ITEM) is None, "stopped")
+    assert world.lane()["currentNode"] == "requirements", "the checkout and its lane are kept"
+
+    world.comment("the-loop approve")
+    world.poll_until(lambda: world.status_of("design") == "waiting", "design done afresh")
+    prompts = [line for line in world.read().splitlines() if line.startswith("PROMPT ")]
+    assert len(prompts) == 2, prompts
+    assert wait_until(lambda: "current phase is design (active)" in world.read()), world.read()
+    assert f"{SPEC_DIR}/requirements.md" in world.read().split("PROMPT ")[-1]
+    decided = world.events_named("spec.decided")
+    assert [(e["command"], e["outcome"]) for e in decided] == [
+        ("start", "started"),
+        ("approve", "approved"),
+    ]
+
+
+def test_decisions_that_change_nothing_are_answered_once_and_move_nothing(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    world = lane_world
+    world.comment("a first word")
+    world.poll()  # the thread seen: what follows is new, not history
+    world.comment("the-loop approve")  # no lane, no session: nothing to approve
+    world.poll()
+    world.poll()
+    replies = [c.body for c in github.comments if "changed nothing" in c.body]
+    assert len(replies) == 1 and "has not started" in replies[0], replies
+    assert world.registry.find_by_work_item(ITEM) is None, "no session started for it"
+
+    world.comment("the-loop start spec")
+    world.poll_until(lambda: world.status_of("requirements") == "waiting", "requirements done")
+    world.comment("the-loop start spec")
+    world.comment("the-loop approve design")  # not the gate that is open
+    world.comment("the-loop skip")  # no phase named
+    world.poll()
+    world.poll()
+    replies = [c.body for c in github.comments if "changed nothing" in c.body]
+    assert len(replies) == 4, "\n".join(replies)
+    assert "already started" in replies[1]
+    assert "design cannot be approved" in replies[2]
+    assert "say which phase to skip" in replies[3]
+    assert world.lane()["currentNode"] == "requirements"
+    assert world.status_of("requirements") == "waiting"

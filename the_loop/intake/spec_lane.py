@@ -190,9 +190,10 @@ def _carry_out(
     state = port.state(owner)
     try:
         if verb == START:
-            if state is None or not _started_by(state, at):
+            if state is None or not lane.started_by_link(state, link):
+                by = str(intent["by"])
                 try:
-                    port.update(owner, lambda s: lane.start(s, at=at))
+                    port.update(owner, lambda s: _begun(s, at=at, by=by, link=link))
                 except lane.LaneError:
                     raise
                 except TheLoopError:
@@ -261,9 +262,12 @@ def _decided_phase(state: WorkItemState, link: str) -> str | None:
     return next((node for node, found in lane.skip_links(state).items() if found == link), None)
 
 
-def _started_by(state: WorkItemState, at: str) -> bool:
-    found = lane.read_lane(state)
-    return found.started and found.node(lane.PHASES[0]).at == at
+def _begun(state: WorkItemState, *, at: str, by: str, link: str) -> WorkItemState:
+    """The lane begun, or the state as it is when this same word began it already (a
+    second process carried it out meanwhile)."""
+    if lane.started_by_link(state, link):
+        return state
+    return lane.start(state, at=at, by=by, link=link)
 
 
 def _entries(

@@ -32,6 +32,9 @@ PASS = "pass"
 SKIPPED = "skipped"
 STATUSES = (PENDING, ACTIVE, WAITING, PASS, SKIPPED)
 
+#: The repository file's key of who began the lane, when, and the link of their word.
+STARTED = "specStarted"
+
 #: A decision's ``outcome``.
 APPROVED = "approved"
 CHANGES = "changes"
@@ -132,13 +135,22 @@ def _node(phase: str, value: object) -> Node:
     return Node(phase, str(status), texts["by"], texts["at"], texts["link"])
 
 
-def start(state: WorkItemState, *, at: str) -> WorkItemState:
-    """The lane begun: ``requirements`` active, every other phase pending."""
+def start(state: WorkItemState, *, at: str, by: str = "", link: str = "") -> WorkItemState:
+    """The lane begun: ``requirements`` active, every other phase pending; who began it
+    and the link of their ``start spec`` kept under ``specStarted``."""
     lane = read_lane(state)
     if lane.started:
         raise LaneError(f"the spec lane has already started: it is at {lane.where()}")
     nodes = (Node(PHASES[0], ACTIVE, at=_text(at, "at")), *(Node(p) for p in PHASES[1:]))
-    return _written(state, nodes, current=PHASES[0])
+    began = {STARTED: {"by": by or None, "at": at, "link": link or None}}
+    return _written(replace(state, extra={**state.extra, **began}), nodes, current=PHASES[0])
+
+
+def started_by_link(state: WorkItemState, link: str) -> bool:
+    """Whether the lane was begun by the ``start spec`` whose link is ``link``."""
+    began: object = state.extra.get(STARTED)
+    found = cast(Mapping[str, Any], began).get("link") if isinstance(began, Mapping) else None
+    return bool(link) and found == link
 
 
 def done(state: WorkItemState, phase: str, *, at: str) -> WorkItemState:
