@@ -327,6 +327,10 @@ class Round:
         out once; an item with nothing live to take what it owes is started for it."""
         ref = comment.work_item
         owner = self.intake.ports.ledger.owner_of(ref)
+        if self.claiming is not None and self.claiming.held_elsewhere(owner, fresh=True):
+            if not key:  # the machine that holds the item decides; here it is only seen
+                self.intake.ports.ledger.resolve_comment(ref, str(comment.id))
+            return
         if not take_decision(self.intake, comment, verb, key=key, held=owner == ref):
             return
         self.refresh(owner)
