@@ -322,16 +322,24 @@ def test_an_items_nodes_are_its_repository_files_and_follow_it(server: Server) -
     state.write_text(json.dumps(document))
     _poll_state(server).change(WorkItemRef.parse(ITEM), lambda ledger: ledger.update(seen=1))
     first = _document(server.get("/api/v1/work-items")[2])["items"][0]
-    assert first["nodes"] == [
-        {"node": "requirements", "status": "pass", "by": "alice"},
-        {"node": "design", "status": "active"},
+    empty = {"by": None, "at": None, "link": None}
+    assert first["nodes"] == [  # a spec lane's phases, as `the-loop check` lists them
+        {**empty, "node": "requirements", "status": "pass", "by": "alice"},
+        {**empty, "node": "design", "status": "active"},
+        {**empty, "node": "tasks", "status": "pending"},
+        {**empty, "node": "implementation", "status": "pending"},
     ]
     document["nodes"]["design"] = {"status": "pass", "by": "bob"}
     temp = state.with_name(".next")
     temp.write_text(json.dumps(document))
     temp.replace(state)  # as the file is written: replaced, nothing else changed
     again = _document(server.get("/api/v1/work-items")[2])["items"][0]
-    assert again["nodes"][1] == {"node": "design", "status": "pass", "by": "bob"}
+    assert again["nodes"][1] == {**empty, "node": "design", "status": "pass", "by": "bob"}
+    document["nodes"] = {"upstream-node": {"status": "done"}}  # no lane: the file's nodes
+    temp.write_text(json.dumps(document))
+    temp.replace(state)
+    other = _document(server.get("/api/v1/work-items")[2])["items"][0]
+    assert other["nodes"] == [{"node": "upstream-node", "status": "done"}]
 
 
 def test_a_record_holding_odd_values_costs_its_item_never_the_board(server: Server) -> None:

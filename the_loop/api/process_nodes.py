@@ -14,6 +14,7 @@ from the_loop.errors import TheLoopError
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.file import WorkItemStateFile
 from the_loop.repofile.values import SPECS_DIR
+from the_loop.spec.lane import LaneError, read_lane
 
 Stamp = tuple[int, int, int] | None
 
@@ -37,12 +38,20 @@ def nodes_stamp(checkout: str, ref: WorkItemRef) -> tuple[Stamp, Callable[[], li
 
 
 def _nodes(found: WorkItemStateFile) -> list[Any]:
-    """``{"node", ...}`` for each node of the file, in its order (a node's value merged
-    in when it is an object, else as its ``status``); empty when it cannot be read."""
+    """A spec lane's phases as ``the-loop check`` lists them (``{node, status, by, at,
+    link}``, in lane order); for a file holding no lane, ``{"node", ...}`` for each node
+    of the file, in its order (a node's value merged in when it is an object, else as its
+    ``status``); empty when it cannot be read."""
     try:
         state = found.load()
     except (TheLoopError, OSError):
         return []
+    try:
+        lane = read_lane(state)
+    except LaneError:
+        lane = None
+    if lane is not None and lane.started:
+        return [node.to_dict() for node in lane.nodes]
     nodes: object = state.nodes
     if not isinstance(nodes, dict):
         return []
