@@ -180,3 +180,25 @@ def test_decisions_that_change_nothing_are_answered_once_and_move_nothing(
     assert "say which phase to skip" in replies[3]
     assert world.lane()["currentNode"] == "requirements"
     assert world.status_of("requirements") == "waiting"
+
+
+def test_a_review_that_approves_with_a_changes_keyword_in_its_body_approves_once(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    """The review's state decides; the keyword in its body is the same review, not a
+    second decision, and the agent is never told to revise a phase that passed."""
+    world = lane_world
+    world.comment("the-loop start spec")
+    github.now = datetime.now(UTC)
+    github.add_pull(REPO, 16, title="The widget", body="Closes #15", login="the-loop-bot")
+    world.poll_until(lambda: bool(world.events_named("pr.linked")), "the pull request linked")
+    world.poll_until(lambda: len(world.gate_comments()) == 1, "the requirements gate said")
+    world.poll()
+    github.now = datetime.now(UTC) + timedelta(seconds=2)
+    github.add_review(REPO, 16, login="bob", state="APPROVED", body="the-loop changes add X")
+    world.poll_until(lambda: world.status_of("design") == "waiting", "design done")
+    decided = [(e["command"], e["outcome"]) for e in world.events_named("spec.decided")]
+    assert decided == [("start", "started"), ("approve", "approved")], decided
+    assert "asked for changes" not in world.read()
+    assert world.lane()["decisions"]["requirements"][0]["outcome"] == "approved"

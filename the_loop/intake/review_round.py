@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from the_loop.intake.comments import SessionState
 from the_loop.intake.events import IssueComment
+from the_loop.intake.keywords import SPEC_VERBS
 from the_loop.intake.pastes import known_pastes, queue_paste, settle_pastes
 from the_loop.intake.people import is_bot
 from the_loop.intake.ports import Action
@@ -125,9 +126,11 @@ def _take(
     if review.carries_marker or (is_bot(review.login, review.user_type) and not permitted):
         _settle(round_, review, owner, "own" if review.carries_marker else "bot")
         return
-    if permitted and review.state in _DECIDING:
-        _decide_gate(round_, review, owner)
+    decided = permitted and review.state in _DECIDING and _decide_gate(round_, review, owner)
     scan = policy.grammar.scan(review.body)
+    if decided and scan.verb in SPEC_VERBS:
+        _settle(round_, review, owner, "keyword")  # its state decided the gate already
+        return
     if scan.is_keyword:
         _keyword(round_, review, owner, scan.verb if not scan.ambiguous else None, permitted)
         return
@@ -148,20 +151,20 @@ def _take(
 _DECIDING = {"APPROVED": "approved", "CHANGES_REQUESTED": "changes"}
 
 
-def _decide_gate(round_: RoundView, review: Review, owner: WorkItemRef) -> None:
+def _decide_gate(round_: RoundView, review: Review, owner: WorkItemRef) -> bool:
     """An approving or changes-requested review of a pull request of an item whose spec
     lane has a gate open decides that gate (GitHub's own state, never its words), once by
-    the review's key; the review is still pasted as any other."""
+    the review's key; the review is still pasted as any other. Whether it decided."""
     intake = round_.intake
     if not gate_open(intake, owner):
-        return
+        return False
     as_comment = _as_comment(review, owner)
-    if round_.may_command(as_comment):
-        decided = _DECIDING[review.state]
-        verb = "approve" if decided == "approved" else "changes"
-        take_decision(
-            intake, as_comment, verb, key=f"lane-{review.key}", decided=decided, held=False
-        )
+    if not round_.may_command(as_comment):
+        return False
+    decided = _DECIDING[review.state]
+    verb = "approve" if decided == "approved" else "changes"
+    take_decision(intake, as_comment, verb, key=f"lane-{review.key}", decided=decided, held=False)
+    return True
 
 
 def _as_comment(review: Review, owner: WorkItemRef) -> IssueComment:

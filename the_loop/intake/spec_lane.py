@@ -202,25 +202,32 @@ def _carry_out(
             _done(intake, owner, intent, lane.PHASES[0], [], None)
             return
         if state is None:
-            raise lane.LaneError("the spec lane has not started for this work item")
+            raise lane.LaneError(
+                "the spec lane has not started for this work item: no checkout on this "
+                "machine holds its repository file"
+            )
         phase = _decided_phase(state, link)
         if phase is None:
             phase = _phase_for(intent, state)
             entries = _entries(intake, owner, intent, state, phase)
-            port.update(owner, lambda s: _transition(s, intent, phase))
+            state = port.update(owner, lambda s: _transition(s, intent, phase))
             intake.ports.checkpoint("spec-moved")
         else:
             entries = _entries(intake, owner, intent, state, phase)
     except lane.LaneError as error:
         _refused(intake, owner, intent, str(error))
         return
+    # What the lane recorded for this link decides what follows, never the intent's own
+    # word: a second intent with the same link (a review's state and a keyword in its
+    # body) follows the first.
+    outcome = _recorded(state, phase, link)
     paste: tuple[str, str] | None = None
-    if verb == "changes" or intent.get("decided") == lane.CHANGES:
+    if outcome == lane.CHANGES:
         text = changes_paste(
             port.spec_dir(owner), phase, by=str(intent["by"]), what=_what(intent), entries=entries
         )
         paste = (paste_key(phase, at), text)
-    _done(intake, owner, intent, phase, entries if verb != "skip" else [], paste)
+    _done(intake, owner, intent, phase, entries if outcome != "skipped" else [], paste, outcome)
 
 
 def _transition(state: WorkItemState, intent: dict[str, Any], phase: str) -> WorkItemState:
@@ -250,6 +257,15 @@ def _phase_for(intent: dict[str, Any], state: WorkItemState) -> str:
     if not found.waiting:
         raise lane.LaneError(f"no gate is open: the spec lane is at {found.where()}")
     return found.waiting[0]
+
+
+def _recorded(state: WorkItemState, phase: str, link: str) -> str:
+    """The outcome the lane records for ``link``: ``approved``, ``changes`` or
+    ``skipped``."""
+    for entry in lane.decisions_of(state, phase):
+        if entry.get("link") == link:
+            return str(entry.get("outcome") or "")
+    return "skipped" if lane.skip_links(state).get(phase) == link else ""
 
 
 def _decided_phase(state: WorkItemState, link: str) -> str | None:
@@ -323,8 +339,10 @@ def _done(
     phase: str,
     entries: Sequence[ReviewEntry],
     paste: tuple[str, str] | None,
+    outcome: str = "",
 ) -> None:
-    """The intent dropped, its appends owed and its paste queued, in one write; then said."""
+    """The intent dropped, its appends owed and its paste queued, in one write; then said
+    with ``outcome`` (the lane's record of it; the intent's verb when not given)."""
     key = str(intent["key"])
     dropped: list[bool] = []
 
@@ -343,7 +361,8 @@ def _done(
     if paste is not None:
         queue_paste(intake.ports, owner, paste[0], paste[1], by=BY, held=False)
     if dropped:
-        _said(intake, owner, intent, phase, _OUTCOMES.get(str(intent["verb"]), "decided"))
+        said = outcome or _OUTCOMES.get(str(intent["verb"]), "decided")
+        _said(intake, owner, intent, phase, said)
 
 
 def _refused(intake: IntakeView, owner: WorkItemRef, intent: dict[str, Any], why: str) -> None:

@@ -224,6 +224,9 @@ class WorkItemState:
         """The document as written: :data:`STATE_KEYS` in order, then preserved keys."""
         self.validate()
         document = {key: getattr(self, attribute) for key, attribute in _STATE_FIELDS}
+        if document["currentNode"] is None:
+            # No pointer is no key: upstream the-loopy-one 20.10.2 reads a null as "None".
+            del document["currentNode"]
         entries: list[Any] = [entry.to_dict() for entry in self.pull_requests]
         for position, raw in sorted(self.unusable_pull_requests, key=lambda pair: pair[0]):
             entries.insert(min(position, len(entries)), raw)
