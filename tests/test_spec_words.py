@@ -13,7 +13,8 @@ def test_a_document_without_the_section_gets_it_at_its_end() -> None:
     assert written is not None
     assert written.endswith(
         "Text.\n\n## Review comments\n\n"
-        "- @alice at 2026-12-06T10:00:00Z ([link](https://x/15#issuecomment-1)):\n\n"
+        "- @alice at 2026-12-06T10:00:00Z ([link](https://x/15#issuecomment-1)):\n"
+        "  <!-- the-loop:review-comment https://x/15#issuecomment-1 -->\n\n"
         "  > add X\n  > and Y\n"
     )
 
@@ -41,3 +42,16 @@ def test_a_heading_inside_a_fence_is_not_the_section() -> None:
     written = with_review_comments(text, [ONE])
     assert written is not None and written.count("## Review comments") == 2
     assert written.index("issuecomment-1") > written.index("```\n", 12)
+
+
+def test_a_comment_quoting_another_ones_link_does_not_stand_for_it() -> None:
+    quoting = ReviewEntry(
+        "bob",
+        "2026-12-06T09:59:00Z",
+        "https://x/15#issuecomment-0",
+        "as [alice said](https://x/15#issuecomment-1)",
+    )
+    first = with_review_comments("## Tasks\n", [quoting])
+    assert first is not None
+    written = with_review_comments(first, [ONE])
+    assert written is not None and "> add X" in written

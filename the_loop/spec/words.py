@@ -115,14 +115,16 @@ def lane_line(spec_dir: str, phase: str, status: str) -> str:
 
 def with_review_comments(text: str, entries: Sequence[ReviewEntry]) -> str | None:
     """``text`` with each of ``entries`` not yet in it appended under ``## Review
-    comments`` (the section made at the end when there is none); None when every entry's
-    link is already there, so an entry is appended exactly once."""
-    fresh = [entry for entry in entries if f"({entry.link})" not in text]
+    comments`` (the section made at the end when there is none); None when every entry
+    is already there (its :func:`entry_mark`, not merely its link, which a later comment
+    may quote), so an entry is appended exactly once."""
+    fresh = [entry for entry in entries if entry_mark(entry.link) not in text]
     if not fresh:
         return None
     block: list[str] = []
     for entry in fresh:
-        block += ["", f"- {_said_by(entry)}", "", *(f"  {line}" for line in _quoted(entry.body))]
+        quoted = (f"  {line}" for line in _quoted(entry.body))
+        block += ["", f"- {_said_by(entry)}", f"  {entry_mark(entry.link)}", "", *quoted]
     lines = text.splitlines()
     span = section_span(text, REVIEW_HEADING)
     if span is None:
@@ -135,6 +137,12 @@ def with_review_comments(text: str, entries: Sequence[ReviewEntry]) -> str | Non
         end -= 1
     rest = lines[end:]
     return "\n".join([*lines[:end], *block, *([""] if rest else []), *rest]) + "\n"
+
+
+def entry_mark(link: str) -> str:
+    """The hidden line an appended entry is found by. A comment's own words never hold
+    one: what a reader cannot see, HTML comments among it, is dropped from them first."""
+    return f"<!-- the-loop:review-comment {link} -->"
 
 
 def _said_by(entry: ReviewEntry) -> str:
