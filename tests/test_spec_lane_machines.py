@@ -91,7 +91,11 @@ def test_only_the_machine_holding_the_item_keeps_its_lane(
     def status(phase: str) -> str:
         return str(lane_of(holder).get("nodes", {}).get(phase, {}).get("status", ""))
 
-    poll_until(both, lambda: status("requirements") == "waiting", "the requirements done")
+    def gates() -> list[str]:
+        with github.lock:
+            return [c.body for c in github.comments if "ready for review" in c.body]
+
+    poll_until(both, lambda: len(gates()) == 1, "the requirements gate said")
     comment(github, "the-loop approve")
     poll_until(both, lambda: status("design") == "waiting", "design done on the holder")
     for _ in range(3):

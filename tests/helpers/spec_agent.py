@@ -73,6 +73,7 @@ def commit(path: Path, message: str) -> None:
     git = ["git", "-c", "user.name=agent", "-c", "user.email=agent@example.com"]
     subprocess.run([*git, "add", "--", str(path)], check=True)
     subprocess.run([*git, "commit", "--quiet", "-m", message, "--", str(path)], check=True)
+    subprocess.run([*git, "push", "--quiet", "origin", "HEAD"], check=True)
 
 
 def done(out: Path, phase: str) -> None:

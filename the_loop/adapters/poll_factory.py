@@ -30,6 +30,7 @@ from the_loop.adapters.stores import Stores
 from the_loop.adapters.watch_file import FileWatchCache
 from the_loop.config.file import Config
 from the_loop.dispatch.dispatcher import Dispatcher
+from the_loop.dispatch.settings import AgentEnvironment
 from the_loop.fsio import locked
 from the_loop.github.backoff import PostSpacer
 from the_loop.github.client import GitHubClient
@@ -174,7 +175,12 @@ def intake_ports(
         ).item_spend,
         restart=actions.restart,
         hold=partial(_hold, stores.layout.local_locks_dir / HOLDS_DIR),
-        spec=SpecFiles(stores.registry, actions.dispatcher.workspace, warn),
+        spec=SpecFiles(
+            stores.registry,
+            actions.dispatcher.workspace,
+            warn,
+            withheld=AgentEnvironment.from_config(actions.dispatcher.config, ()).secrets,
+        ),
     )
 
 

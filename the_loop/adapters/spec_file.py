@@ -24,6 +24,14 @@ from the_loop.spec.artifacts import artifact_path
 from the_loop.spec.words import ReviewEntry, with_review_comments
 
 
+def _inside(directory: Path, checkout: Path) -> None:
+    """``TheLoopError`` when ``directory`` (there or not) leads out of ``checkout`` through
+    a link: the lane's files are read and written only inside the checkout."""
+    real, home = os.path.realpath(directory), os.path.realpath(checkout)
+    if os.path.commonpath([real, home]) != home:
+        raise TheLoopError(f"{directory} leads out of its checkout {checkout} (to {real})")
+
+
 class SpecFiles:
     """The repository file and documents of each item's checkout, over the registry."""
 
@@ -32,10 +40,14 @@ class SpecFiles:
         registry: SessionRegistry,
         workspace: Workspace,
         warn: Callable[[str], None] = lambda _message: None,
+        *,
+        withheld: Sequence[str] = (),
     ) -> None:
         self.registry = registry
         self.workspace = workspace
         self.warn = warn
+        #: The-loop's secrets: never in the environment of git run in an agent's checkout.
+        self.withheld = tuple(withheld)
 
     def state(self, ref: WorkItemRef) -> WorkItemState | None:
         found = self._file(ref)
@@ -64,7 +76,7 @@ class SpecFiles:
         if found is None or path is None:
             return ""
         try:
-            commit = self.workspace.last_commit(found.checkout, path)
+            commit = self.workspace.last_commit(found.checkout, path, withheld=self.withheld)
         except TheLoopError:
             return ""
         if not commit:
@@ -88,7 +100,7 @@ class SpecFiles:
         if written is not None:
             fsio.write_text(path, written)
         message = f"{phase}: the review comments of its gate ({ref.ref})"
-        self.workspace.commit_file(found.checkout, path, message)
+        self.workspace.commit_file(found.checkout, path, message, withheld=self.withheld)
 
     def _file(self, ref: WorkItemRef, *, begin: bool = False) -> WorkItemStateFile | None:
         session = self.registry.find_by_work_item(ref, include_closed=True)
@@ -97,7 +109,8 @@ class SpecFiles:
         checkout = Path(session.cwd)
         found = WorkItemStateFile(checkout, ref, on_warning=self.warn)
         if begin and not found.exists():
-            return WorkItemStateFile(
+            found = WorkItemStateFile(
                 checkout, ref, spec_id=upstream_spec_id(ref), on_warning=self.warn
             )
+        _inside(found.directory, checkout)
         return found

@@ -116,12 +116,16 @@ def _checked_artifact(context: Context, state_file: WorkItemStateFile, phase: st
     problem = checked.problem(shown)
     if problem is not None:
         raise UsageError(f"{phase} is not done: {problem}")
-    why = Workspace.from_config(context.config).uncommitted(state_file.checkout, checked.path)
+    workspace = Workspace.from_config(context.config)
+    why = workspace.uncommitted(state_file.checkout, checked.path)
     if why is not None:
         raise UsageError(
             f"{phase} is not done: {shown} is not committed ({why}); commit it on the work "
             "item's branch first"
         )
+    why = workspace.unpushed(state_file.checkout, checked.path)
+    if why is not None:  # the gate's comment links it on GitHub: a reviewer must see it
+        raise UsageError(f"{phase} is not done: {shown} is not pushed ({why}); push the branch")
     return shown
 
 

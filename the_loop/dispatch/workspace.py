@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -348,29 +348,67 @@ class Workspace:
         changed = self._git(checkout, "status", "--porcelain", "--", path).stdout
         return "it has changes that are not committed" if changed.strip() else None
 
-    def commit_file(self, checkout: Path, file: Path, message: str) -> bool:
+    def unpushed(self, checkout: Path, file: Path) -> str | None:
+        """Why the commit that last changed ``file`` is not on the remote as the checkout
+        knows it (no branch of any remote holds it), or None when it is there, or the
+        checkout has no remote to push to."""
+        if not self._git(checkout, "remote").stdout.strip():
+            return None
+        path = f":(literal){os.path.relpath(file, checkout)}"
+        commit = self._git(checkout, "log", "-1", "--format=%H", "--", path).stdout.strip()
+        if not commit:
+            return "no commit holds it"
+        held = self._git(checkout, "branch", "--remotes", "--contains", commit).stdout
+        return None if held.strip() else f"its commit {commit[:12]} is on no branch of the remote"
+
+    def commit_file(
+        self, checkout: Path, file: Path, message: str, *, withheld: Iterable[str] = ()
+    ) -> bool:
         """Commit ``file`` alone (added when git does not track it yet) on the checkout's
         branch with ``message``; False, with nothing committed, when it is already as
         committed. The checkout's own identity when it has one, else ``the-loop``'s.
-        ``DispatchError`` when git refuses."""
-        if self.uncommitted(checkout, file) is None:
-            return False
+
+        The checkout is an agent's: git runs there with no hook and no fsmonitor (the
+        agent may have written either) and without the variables named in ``withheld``
+        (the-loop's secrets). ``DispatchError`` when git refuses."""
         path = f":(literal){os.path.relpath(file, checkout)}"
-        named = self._git(checkout, "config", "user.email", check=False).stdout.strip()
+        changed = self._untrusted_git(checkout, withheld, "status", "--porcelain", "--", path)
+        if not changed.stdout.strip():
+            return False
+        named = self._untrusted_git(checkout, withheld, "config", "user.email", check=False)
         identity = (
-            [] if named else ["-c", "user.name=the-loop", "-c", "user.email=the-loop@localhost"]
+            []
+            if named.stdout.strip()
+            else ["-c", "user.name=the-loop", "-c", "user.email=the-loop@localhost"]
         )
-        self._git(checkout, "add", "--", path)
-        self._git(
-            checkout, *identity, "commit", "--quiet", "--no-verify", "-m", message, "--", path
-        )
+        self._untrusted_git(checkout, withheld, "add", "--", path)
+        commit = ["commit", "--quiet", "--no-verify", "-m", message, "--", path]
+        self._untrusted_git(checkout, withheld, *identity, *commit)
         return True
 
-    def last_commit(self, checkout: Path, file: Path) -> str:
-        """The commit that last changed ``file`` on the checkout's branch (``""``: none)."""
+    def last_commit(self, checkout: Path, file: Path, *, withheld: Iterable[str] = ()) -> str:
+        """The commit that last changed ``file`` on the checkout's branch (``""``: none);
+        git run as :meth:`commit_file` runs it."""
         path = f":(literal){os.path.relpath(file, checkout)}"
-        found = self._git(checkout, "log", "-1", "--format=%H", "--", path, check=False)
+        found = self._untrusted_git(
+            checkout, withheld, "log", "-1", "--format=%H", "--", path, check=False
+        )
         return found.stdout.strip() if found.returncode == 0 else ""
+
+    def _untrusted_git(
+        self, checkout: Path, withheld: Iterable[str], *args: str, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """``git`` in a checkout an agent writes to: its hooks and fsmonitor off (a hook
+        there is the agent's code), the-loop's secrets out of the environment."""
+        argv = [
+            self.git_binary,
+            "-C",
+            str(checkout),
+            *("-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false"),
+            *args,
+        ]
+        env = {**_GIT_ENV, **dict.fromkeys(withheld)}
+        return self._run(argv, timeout=self.timeout, env=env, check=check)
 
     # -- preparing -----------------------------------------------------------------
 

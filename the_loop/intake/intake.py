@@ -36,6 +36,7 @@ from the_loop.intake.events import IssueComment, parse_timestamp
 from the_loop.intake.first_sight import first_sight
 from the_loop.intake.keywords import ANSWERS, SPEC_VERBS
 from the_loop.intake.linking import link_pulls
+from the_loop.intake.pastes import settle_pastes
 from the_loop.intake.people import may_write
 from the_loop.intake.ports import (
     Action,
@@ -52,7 +53,7 @@ from the_loop.intake.review_round import take_reviews
 from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.intake.revival import forget_restarts, revive
 from the_loop.intake.spec_lane import START as LANE_START
-from the_loop.intake.spec_lane import take_decision, tend_lane
+from the_loop.intake.spec_lane import settle_lane, take_decision, tend_lane
 from the_loop.intake.stall import watch_stall
 from the_loop.intake.usage_limit import continue_after_limit
 from the_loop.intake.watched import ListedNumbers, OpenItem, WatchedSet, watched_set
@@ -134,6 +135,8 @@ class Round:
     first_seen: set[WorkItemRef] = field(default_factory=set[WorkItemRef])
     #: The round's claims (None: ``routing.claim`` is never, or no reader wired them).
     claiming: Claiming | None = None
+    #: The item whose hold this round has now (a comment being decided), if any.
+    holding: WorkItemRef | None = None
     #: Each item's seen comment ids, read once a round (see :meth:`_seen_before`).
     seen_ids: dict[WorkItemRef, frozenset[int]] = field(
         default_factory=dict[WorkItemRef, frozenset[int]]
@@ -226,9 +229,13 @@ class Round:
             self.intake.counts.settled += 1
             return
         with self.intake.ports.hold(ref):
-            if ref not in self.sessions:  # another reader may have started it since
-                self.refresh(ref)
-            self._decide(comment)
+            self.holding = ref
+            try:
+                if ref not in self.sessions:  # another reader may have started it since
+                    self.refresh(ref)
+                self._decide(comment)
+            finally:
+                self.holding = None
 
     def _seen_before(self, comment: IssueComment) -> bool:
         """Whether the item's ledger held ``comment`` when the round first looked (one read
@@ -299,23 +306,26 @@ class Round:
             return
         ports, counts = self.intake.ports, self.intake.counts
         ref = comment.work_item
+        lane = verb == START and self._asks_for_lane(comment)
+        if lane and (key or str(comment.id)) not in ports.ledger.seen_comments(ref):
+            # Kept before the start is recorded: a crash between the two loses neither.
+            lane_key = f"lane-{key or comment.id}"
+            take_decision(self.intake, comment, LANE_START, key=lane_key, settle=False)
         record = ControlRecord(ref.ref, verb, "comment", comment.login, _iso(comment.created_at))
         if not ports.ledger.record_command(ref, key or str(comment.id), record.to_dict()):
             return
         counts.commands += 1
-        lane = verb == START and self._asks_for_lane(comment)
         if self.claiming is not None and not key:
             if verb == START:
-                self._claim(comment)
+                self._claim(comment)  # the lane begins once its session runs here
                 self.refresh(ref)
-                if lane:  # begun once its session runs here
-                    take_decision(self.intake, comment, LANE_START, key=f"lane-{comment.id}")
                 return
             if verb in (STOP, CLEANUP):
                 self.claiming.release(ref)
         self.act(ref, verb, comment.login, comment.id)
         if lane:
-            take_decision(self.intake, comment, LANE_START, key=f"lane-{key or comment.id}")
+            owner = ports.ledger.owner_of(ref)
+            settle_lane(self.intake, owner, held=self.holding == owner)
 
     def _asks_for_lane(self, comment: IssueComment) -> bool:
         """``start spec``: the start's words name the spec lane."""
@@ -327,11 +337,17 @@ class Round:
         out once; an item with nothing live to take what it owes is started for it."""
         ref = comment.work_item
         owner = self.intake.ports.ledger.owner_of(ref)
+        review = key.startswith("review-")
         if self.claiming is not None and self.claiming.held_elsewhere(owner, fresh=True):
-            if not key:  # the machine that holds the item decides; here it is only seen
+            # The machine that holds the item decides; here it is only seen.
+            if not key:
                 self.intake.ports.ledger.resolve_comment(ref, str(comment.id))
+            elif review:
+                settle_pastes(self.intake.ports, owner, [key])
             return
-        if not take_decision(self.intake, comment, verb, key=key, held=owner == ref):
+        held = self.holding == owner
+        settled = key if review else ""
+        if not take_decision(self.intake, comment, verb, key=key, held=held, settle_key=settled):
             return
         self.refresh(owner)
         if owner not in self.sessions and self._lane_waits(owner):

@@ -49,6 +49,32 @@ def queue_paste(
     deliveries, after them all (``first``: before the first that waits); False, and
     nothing written, when the key is already known."""
     queued: list[bool] = []
+
+    def change(ledger: Ledger) -> None:
+        if add_row(ledger, key, text, by=by, held=held, extra=extra, first=first):
+            queued.append(True)
+
+    ports.ledger.change(owner, change)
+    return bool(queued)
+
+
+def add_row(
+    ledger: Ledger,
+    key: str,
+    text: str,
+    *,
+    by: str,
+    held: bool = False,
+    extra: Mapping[str, Any] | None = None,
+    first: bool = False,
+) -> bool:
+    """:func:`queue_paste`'s change of a ledger already being written (so a caller adds
+    the row in the same write as its own change); False when the key is known."""
+    rows = ledger.get(DELIVERIES)
+    present = cast(list[Any], rows) if isinstance(rows, list) else []
+    ids = {str(cast(dict[str, Any], r).get("id")) for r in present if isinstance(r, dict)}
+    if key in ids or key in _settled(ledger):
+        return False
     row: dict[str, Any] = {
         **(extra or {}),
         "id": key,
@@ -57,22 +83,12 @@ def queue_paste(
         "by": by,
         "text": text,
     }
-
-    def change(ledger: Ledger) -> None:
-        rows = ledger.get(DELIVERIES)
-        present = cast(list[Any], rows) if isinstance(rows, list) else []
-        ids = {str(cast(dict[str, Any], r).get("id")) for r in present if isinstance(r, dict)}
-        if key in ids or key in _settled(ledger):
-            return
-        place = len(present)
-        if first:
-            waits = (i for i, r in enumerate(present) if _waits(r))
-            place = next(waits, place)
-        ledger[DELIVERIES] = [*present[:place], row, *present[place:]]
-        queued.append(True)
-
-    ports.ledger.change(owner, change)
-    return bool(queued)
+    place = len(present)
+    if first:
+        waits = (i for i, r in enumerate(present) if _waits(r))
+        place = next(waits, place)
+    ledger[DELIVERIES] = [*present[:place], row, *present[place:]]
+    return True
 
 
 def settle_pastes(ports: IntakePorts, owner: WorkItemRef, keys: list[str]) -> None:

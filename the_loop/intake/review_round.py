@@ -193,8 +193,12 @@ def _keyword(
         _settle(round_, review, owner, reason)
         return
     as_comment = _as_comment(review, owner)
+    if verb in SPEC_VERBS and round_.may_command(as_comment):
+        # A decision: its intent is kept in the same write that settles the review's key.
+        round_.command(as_comment, verb, key=review.key)
+        return
     settle_pastes(intake.ports, owner, [review.key])
-    if round_.may_command(as_comment):
+    if verb not in SPEC_VERBS and round_.may_command(as_comment):
         round_.command(as_comment, verb, key=review.key)
 
 

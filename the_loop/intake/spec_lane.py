@@ -21,6 +21,7 @@ phase sent back is pasted with what to change and the gate's comments.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, replace
@@ -32,7 +33,7 @@ from the_loop.intake.comments import SessionState
 from the_loop.intake.delivery import visible_text
 from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment, parse_timestamp
 from the_loop.intake.once import keep, kept, new_nonce, say_once
-from the_loop.intake.pastes import known_pastes, queue_paste
+from the_loop.intake.pastes import SEEN_PASTES, add_row, known_pastes, queue_paste
 from the_loop.intake.ports import Action, LiveSession, SpecPort
 from the_loop.portable.poll import SEEN_COMMENTS, Ledger
 from the_loop.ref import WorkItemRef
@@ -54,6 +55,13 @@ _OUTCOMES = {"approve": "approved", "changes": "changes", "skip": "skipped", STA
 BY = "the-loop"
 
 
+def changes_key(phase: str, link: str) -> str:
+    """The delivery key of the paste that sends ``phase`` back, by the decision's link:
+    two decisions in one second never share it, nor does it meet a phase's start."""
+    digest = hashlib.sha256(link.encode("utf-8")).hexdigest()[:16]
+    return f"spec-{phase}-changes-{digest}"
+
+
 def paste_key(phase: str, at: str | None) -> str:
     """The delivery key of ``phase``'s paste when it began at ``at``."""
     stamp = "".join(ch for ch in (at or "") if ch.isalnum())
@@ -67,17 +75,23 @@ def take_decision(
     *,
     key: str = "",
     decided: str = "",
-    held: bool = True,
+    held: bool = False,
+    settle_key: str = "",
+    settle: bool = True,
 ) -> bool:
     """A decision for the lane of the item ``comment`` is on (a linked pull request's: its
     owner's), from a login already found to command: kept as an intent in the same write
-    that marks the comment seen (``key``: a review's), then carried out. False when the
-    comment was taken before. ``decided``: a review's state (``approved``, ``changes``)."""
+    that marks the comment seen (``key``: not a comment's, so nothing is marked; with
+    ``settle_key``, that paste key is settled in the same write instead), then carried out
+    under the item's hold (``held``: the caller has it; ``settle`` False: at the next
+    look). False when the comment was taken before. ``decided``: a review's state
+    (``approved``, ``changes``)."""
     ports = intake.ports
     where = comment.work_item
     owner = ports.ledger.owner_of(where)
     grammar = intake.settings.policy.grammar
-    words = grammar.arguments(comment.body, verb).strip() if not decided else ""
+    said = grammar.arguments(comment.body, verb) if not decided else ""
+    words = visible_text(said)[0].strip()  # what a reader of the page sees
     first = words.split()[0].lower() if words.split() else ""
     intent: dict[str, Any] = {
         "key": key or str(comment.id),
@@ -91,11 +105,12 @@ def take_decision(
         "decided": decided,
         "on": where.ref,
     }
-    if not _keep_intent(intake, where, owner, intent, mark_seen=not key):
+    if not _keep_intent(intake, where, owner, intent, mark_seen=not key, settle_key=settle_key):
         return False
     ports.checkpoint("spec-intent")
     intake.counts.commands += 1
-    settle_lane(intake, owner, held=held)
+    if settle:
+        settle_lane(intake, owner, held=held)
     return True
 
 
@@ -109,7 +124,7 @@ def settle_lane(intake: IntakeView, owner: WorkItemRef, *, held: bool = False) -
     with nullcontext() if held else ports.hold(owner):
         try:
             _settle(intake, ports.spec, owner)
-        except TheLoopError as error:
+        except (TheLoopError, OSError) as error:  # one checkout's trouble stays its own
             ports.warn(f"{owner.ref}: the spec lane: {error}")
 
 
@@ -121,7 +136,7 @@ def gate_open(intake: IntakeView, owner: WorkItemRef) -> bool:
     try:
         state = port.state(owner)
         return state is not None and bool(lane.read_lane(state).waiting)
-    except TheLoopError as error:
+    except (TheLoopError, OSError) as error:
         intake.ports.warn(f"{owner.ref}: the spec lane: {error}")
         return False
 
@@ -140,7 +155,7 @@ def _settle(intake: IntakeView, port: SpecPort, owner: WorkItemRef) -> None:
         return
     found = lane.read_lane(state)
     _mirror(intake, owner, found)
-    _owe_paste(intake, port, owner, found)
+    _owe_paste(intake, port, owner, state, found)
     _owe_gate(intake, port, owner, state, found)
     for append in _list(_record(intake, owner), "appends"):
         if isinstance(append, dict):
@@ -157,6 +172,7 @@ def _keep_intent(
     intent: dict[str, Any],
     *,
     mark_seen: bool,
+    settle_key: str = "",
 ) -> bool:
     ledger_port, key = intake.ports.ledger, str(intent["key"])
     taken: list[bool] = []
@@ -170,6 +186,11 @@ def _keep_intent(
             if key in ledger[SEEN_COMMENTS]:
                 return
             ledger[SEEN_COMMENTS].append(key)
+        if settle_key:
+            settled = _list(ledger, SEEN_PASTES)
+            if settle_key in settled:
+                return
+            ledger[SEEN_PASTES] = [*settled, settle_key]
         ledger[SPEC] = {**spec, "intents": [*intents, intent]}
         taken.append(True)
 
@@ -209,6 +230,7 @@ def _carry_out(
         phase = _decided_phase(state, link)
         if phase is None:
             phase = _phase_for(intent, state)
+            _after_the_gate(intake, owner, intent, state, phase)
             entries = _entries(intake, owner, intent, state, phase)
             state = port.update(owner, lambda s: _transition(s, intent, phase))
             intake.ports.checkpoint("spec-moved")
@@ -226,7 +248,7 @@ def _carry_out(
         text = changes_paste(
             port.spec_dir(owner), phase, by=str(intent["by"]), what=_what(intent), entries=entries
         )
-        paste = (paste_key(phase, at), text)
+        paste = (changes_key(phase, link), text)
     _done(intake, owner, intent, phase, entries if outcome != "skipped" else [], paste, outcome)
 
 
@@ -242,6 +264,28 @@ def _transition(state: WorkItemState, intent: dict[str, Any], phase: str) -> Wor
     if verb == "changes" or decided == lane.CHANGES:
         return lane.changes(state, phase, by=by, at=at, link=link, what=_what(intent))
     return lane.approve(state, phase, by=by, at=at, link=link)
+
+
+def _after_the_gate(
+    intake: IntakeView, owner: WorkItemRef, intent: dict[str, Any], state: WorkItemState, phase: str
+) -> None:
+    """Refuse a comment's approval or changes unless it was written after the comment
+    that announced the open gate: one written before was meant for an earlier round, and
+    read late it would pass one nobody has seen."""
+    key, verb = str(intent["key"]), str(intent["verb"])
+    if verb == "skip" or not key.isdigit() or phase not in lane.read_lane(state).waiting:
+        return  # not a comment's decision at an open gate: the lane itself answers
+    record = kept(intake, owner, GATE) or {}
+    round_ = lane.gate_round(state, phase)
+    said = record.get("comment")
+    if record.get("phase") != phase or record.get("round") != round_ or not said:
+        raise lane.LaneError(
+            f"{phase}'s gate has not been announced on the ticket yet: decide after its comment"
+        )
+    if isinstance(said, int) and said > 0 and int(key) < said:
+        raise lane.LaneError(
+            f"it was written before {phase}'s gate opened (comment {said}): decide after it"
+        )
 
 
 def _phase_for(intent: dict[str, Any], state: WorkItemState) -> str:
@@ -294,18 +338,21 @@ def _entries(
     if str(intent["verb"]) == "skip":
         return []
     ports, policy = intake.ports, intake.settings.policy
-    opened = _opened(state, phase, str(intent.get("link") or ""))
+    link = str(intent.get("link") or "")
+    opened = _opened(state, phase, link)
+    gate = _gate_comment(intake, owner, state, phase, link)
     until = parse_timestamp(str(intent["at"]))
     deciding = str(intent["key"])
     posted = ports.posted.posted()
     found: dict[str, ReviewEntry] = {}
-    for comment in ports.github.thread(owner):
+    for comment in _threads(intake, owner):
         # GitHub's times are to the second: within the decision's second, a comment
-        # written after it (a higher id on the same thread) is not the gate's.
+        # written after it (a higher id: ids grow across the repository) is not the
+        # gate's; nor is one before the gate's comment, when its id is known.
         written = comment.created_at.replace(microsecond=0)
-        if written > until or (opened is not None and written < opened):
+        if written > until or (gate is None and opened is not None and written < opened):
             continue
-        if deciding.isdigit() and comment.id > int(deciding):
+        if (deciding.isdigit() and comment.id > int(deciding)) or (gate and comment.id < gate):
             continue
         if comment.carries_marker or comment.id in posted:
             continue
@@ -320,6 +367,30 @@ def _entries(
         str(intent["by"]), str(intent["at"]), link, str(intent.get("body") or ""), decided
     )
     return sorted(found.values(), key=lambda entry: entry.at)
+
+
+def _threads(intake: IntakeView, owner: WorkItemRef) -> list[IssueComment]:
+    """The comments of the item's ticket and of the pull requests linked to its session."""
+    ports = intake.ports
+    comments = list(ports.github.thread(owner))
+    session = ports.session_of(owner) if ports.session_of is not None else None
+    for pull in session.pull_requests if session is not None else ():
+        comments += ports.github.thread(pull)
+    return comments
+
+
+def _gate_comment(
+    intake: IntakeView, owner: WorkItemRef, state: WorkItemState, phase: str, link: str
+) -> int | None:
+    """The id of the comment that opened the gate a decision is about (None: not known:
+    not said yet, or said with its id unknown)."""
+    recorded = [entry.get("link") for entry in lane.decisions_of(state, phase)]
+    round_ = recorded.index(link) + 1 if link in recorded else lane.gate_round(state, phase)
+    record = kept(intake, owner, GATE) or {}
+    comment = record.get("comment")
+    if record.get("phase") != phase or record.get("round") != round_:
+        return None
+    return comment if isinstance(comment, int) and comment > 0 else None
 
 
 def _opened(state: WorkItemState, phase: str, link: str) -> datetime | None:
@@ -355,11 +426,11 @@ def _done(
         if entries and not any(_key_of(a) == key for a in appends):
             appends.append({"key": key, "phase": phase, "entries": [asdict(e) for e in entries]})
         ledger[SPEC] = {**spec, "intents": intents, "appends": appends}
+        if paste is not None:  # in the same write: what to change is never lost
+            add_row(ledger, paste[0], paste[1], by=BY)
         dropped.append(True)
 
     intake.ports.ledger.change(owner, change)
-    if paste is not None:
-        queue_paste(intake.ports, owner, paste[0], paste[1], by=BY, held=False)
     if dropped:
         said = outcome or _OUTCOMES.get(str(intent["verb"]), "decided")
         _said(intake, owner, intent, phase, said)
@@ -422,17 +493,27 @@ def _said(
 # -- what the state owes ------------------------------------------------------------
 
 
-def _owe_paste(intake: IntakeView, port: SpecPort, owner: WorkItemRef, found: lane.Lane) -> None:
-    """The phase under way is pasted into the session once, when it began."""
+def _owe_paste(
+    intake: IntakeView, port: SpecPort, owner: WorkItemRef, state: WorkItemState, found: lane.Lane
+) -> None:
+    """The phase under way is pasted into the session once: when it began, what to write;
+    when a person sent it back, what to change (queued with the decision; made here only
+    for a ledger that lost it)."""
     phase = lane.next_phase(found)
     if phase is None:
         return
-    key = paste_key(phase, found.node(phase).at)
-    if key in known_pastes(intake.ports, owner):
-        return
-    queue_paste(
-        intake.ports, owner, key, phase_paste(port.spec_dir(owner), phase), by=BY, held=False
-    )
+    at = found.node(phase).at
+    decisions = lane.decisions_of(state, phase)
+    last = decisions[-1] if decisions else {}
+    spec_dir = port.spec_dir(owner)
+    if last.get("outcome") == lane.CHANGES and last.get("at") == at:
+        key = changes_key(phase, str(last.get("link") or ""))
+        by, what = str(last.get("by") or ""), str(last.get("what") or "")
+        text = changes_paste(spec_dir, phase, by=by, what=what, entries=())
+    else:
+        key, text = paste_key(phase, at), phase_paste(spec_dir, phase)
+    if key not in known_pastes(intake.ports, owner):
+        queue_paste(intake.ports, owner, key, text, by=BY, held=False)
 
 
 def _owe_gate(

@@ -53,8 +53,9 @@ def phase_paste(spec_dir: str, phase: str) -> str:
     sections = ", ".join(f"`## {section}`" for section in REQUIRED_SECTIONS[phase])
     return (
         f"[the-loop] Spec lane: the phase now is {phase}. Write {_WORK[phase]} in "
-        f"{spec_dir}/{name} in your checkout, with the sections {sections}, and commit it "
-        f"on your branch. Then run `the-loop done {phase}` in your checkout: it checks the "
+        f"{spec_dir}/{name} in your checkout, with the sections {sections}, commit it on "
+        f"your branch and push the branch. Then run `the-loop done {phase}` in your "
+        f"checkout: it checks the "
         f"file and opens the gate, where a person approves it or asks for changes. Do not "
         f"start the next phase before that."
     )
@@ -77,7 +78,8 @@ def changes_paste(
             lines += ["", _said_by(entry), *_quoted(entry.body)]
     lines += [
         "",
-        f"Revise {spec_dir}/{name}, commit it, then run `the-loop done {phase}` again.",
+        f"Revise {spec_dir}/{name}, commit it, push the branch, then run "
+        f"`the-loop done {phase}` again.",
     ]
     return "\n".join(lines)
 
