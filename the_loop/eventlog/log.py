@@ -280,7 +280,8 @@ EVENT_TYPES: dict[str, str] = {
     "spec.pasted": (
         "A spec lane's paste reached the pane of the item's session: a phase's start, or a phase "
         "sent back with what to change and the gate's comments (work_item, key: "
-        "spec-<phase>-<when it began>, attempt)."
+        "spec-<phase>-<when it began>, or spec-<phase>-changes-<digest> for a phase sent "
+        "back; attempt)."
     ),
     "spec.review_appended": (
         "The authorized comments made while a gate was open, and its decision, were appended to "
