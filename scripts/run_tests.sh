@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The suite in two pytest processes at once, one per core: the readers' end-to-end tests
-# (poll, webhook, pull-request loop, the local API: real processes, tmux and git, mostly
-# waiting) beside
+# (poll, webhook, pull-request loop, the local API, the spec lane: real processes, tmux
+# and git, mostly waiting) beside
 # everything else. Each has its own temporary directory; the first one's output is shown
 # after the second's. Then the tests that set the machine's load themselves (busy loops
 # on every core) run alone: beside the other two processes their load would be the
@@ -12,14 +12,16 @@ shift
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/the-loop-tests.XXXXXX")"
 alone=(tests/test_webhook_under_load.py)
 readers=()
-for file in tests/test_poll_*.py tests/test_webhook_*.py tests/test_pr_*.py tests/test_api_*.py; do
+for file in tests/test_poll_*.py tests/test_webhook_*.py tests/test_pr_*.py tests/test_api_*.py \
+  tests/test_spec_lane_*.py; do
   [[ " ${alone[*]} " == *" $file "* ]] || readers+=("$file")  # a file named is collected
 done
 "$pytest" --basetemp="$scratch/readers" "$@" "${readers[@]}" >"$scratch/readers.log" 2>&1 &
 first=$!
 "$pytest" --basetemp="$scratch/rest" "$@" \
   --ignore-glob='tests/test_poll_*.py' --ignore-glob='tests/test_webhook_*.py' \
-  --ignore-glob='tests/test_pr_*.py' --ignore-glob='tests/test_api_*.py' tests
+  --ignore-glob='tests/test_pr_*.py' --ignore-glob='tests/test_api_*.py' \
+  --ignore-glob='tests/test_spec_lane_*.py' tests
 rest=$?
 wait "$first"
 readers_rc=$?
