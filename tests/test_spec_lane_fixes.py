@@ -418,8 +418,8 @@ def test_an_approve_written_before_the_rounds_gate_comment_does_not_pass_it(
     [refusal] = replies(github)  # announced or not when it was read, the gate is after it
     assert "@alice: `approve` changed nothing: " in refusal
     assert re.search(
-        r"requirements's gate has not been announced on the ticket yet"
-        r"|it was written before requirements's gate opened",
+        r"the gate of requirements has not been announced on the ticket yet"
+        r"|it was written before the gate of requirements opened",
         refusal,
     ), refusal
     assert len(world.lane()["decisions"]["requirements"]) == 1

@@ -280,11 +280,12 @@ def _after_the_gate(
     said = record.get("comment")
     if record.get("phase") != phase or record.get("round") != round_ or not said:
         raise lane.LaneError(
-            f"{phase}'s gate has not been announced on the ticket yet: decide after its comment"
+            f"the gate of {phase} has not been announced on the ticket yet: decide after its "
+            "comment"
         )
     if isinstance(said, int) and said > 0 and int(key) < said:
         raise lane.LaneError(
-            f"it was written before {phase}'s gate opened (comment {said}): decide after it"
+            f"it was written before the gate of {phase} opened (comment {said}): decide after it"
         )
 
 
