@@ -105,8 +105,8 @@ def test_only_the_machine_holding_the_item_keeps_its_lane(
     with github.lock:
         ours = [c.body for c in github.comments if AGENT_COMMENT_MARKER in c.body]
     assert not [body for body in ours if "changed nothing" in body], ours
-    gates = [body for body in ours if "ready for review" in body]
-    assert len(gates) == 2, gates
+    said = [body for body in ours if "ready for review" in body]
+    assert len(said) == 2, said
     assert not other.live(15) and lane_of(other) == {}
     assert [e["outcome"] for e in holder.events_named("spec.decided")] == ["started", "approved"]
     assert other.events_named("spec.decided") == []

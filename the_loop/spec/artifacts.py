@@ -10,6 +10,7 @@ as a regular file only: a link, a FIFO or a directory is no artifact.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,31 +38,25 @@ def artifact_path(state_file: WorkItemStateFile, phase: str) -> Path | None:
 
 def section_headings(text: str) -> list[str]:
     """The words of every level-2 heading of ``text`` outside fenced code blocks, in order."""
-    found: list[str] = []
-    fence: tuple[str, int] | None = None  # the open fence's character and length
-    for line in text.splitlines():
-        opening = _FENCE.match(line)
-        if fence is not None:
-            if opening is not None and _closes(opening, fence):
-                fence = None
-            continue
-        if opening is not None and not (opening["marks"][0] == "`" and "`" in opening["info"]):
-            fence = (opening["marks"][0], len(opening["marks"]))
-            continue
-        heading = _HEADING.match(line)
-        if heading is not None:
-            found.append(_words(heading["text"] or ""))
-    return found
+    return [words for _, words in _headings(text.splitlines())]
 
 
 def section_span(text: str, name: str) -> tuple[int, int] | None:
     """The lines of ``text``'s first level-2 section named ``name`` (outside fenced code
     blocks): the heading's index and the index after its last line (the next level-2
     heading, or the end); None when there is none."""
-    wanted = _words(name)
-    start: int | None = None
-    fence: tuple[str, int] | None = None
     lines = text.splitlines()
+    headings = _headings(lines)
+    wanted = _words(name)
+    start = next((index for index, words in headings if words == wanted), None)
+    if start is None:
+        return None
+    return start, next((index for index, _ in headings), len(lines))
+
+
+def _headings(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """Each level-2 heading of ``lines`` outside fenced code blocks: its index and words."""
+    fence: tuple[str, int] | None = None  # the open fence's character and length
     for index, line in enumerate(lines):
         opening = _FENCE.match(line)
         if fence is not None:
@@ -72,13 +67,8 @@ def section_span(text: str, name: str) -> tuple[int, int] | None:
             fence = (opening["marks"][0], len(opening["marks"]))
             continue
         heading = _HEADING.match(line)
-        if heading is None:
-            continue
-        if start is not None:
-            return start, index
-        if _words(heading["text"] or "") == wanted:
-            start = index
-    return None if start is None else (start, len(lines))
+        if heading is not None:
+            yield index, _words(heading["text"] or "")
 
 
 def missing_sections(text: str, phase: str) -> tuple[str, ...]:
