@@ -202,3 +202,22 @@ def test_a_review_that_approves_with_a_changes_keyword_in_its_body_approves_once
     assert decided == [("start", "started"), ("approve", "approved")], decided
     assert "asked for changes" not in world.read()
     assert world.lane()["decisions"]["requirements"][0]["outcome"] == "approved"
+
+
+def test_a_long_review_comment_reaches_the_agent_and_the_document_cut_with_a_note(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+) -> None:
+    """A comment made at a gate is cut at the delivery's limit wherever the lane carries
+    it, as any comment pasted into a pane is; the whole stays at its link."""
+    world = lane_world
+    world.comment("the-loop start spec")
+    world.poll_until(lambda: len(world.gate_comments()) == 1, "the requirements gate said")
+    world.comment("y" * 5000)
+    world.comment("the-loop changes shorter, please")
+    world.poll_until(lambda: "Revised in round 2" in world.document("requirements"), "revised")
+    note = "[the-loop] Cut at 3,500 characters; 1,500 more are at its link."
+    assert wait_until(lambda: "Revise docs/specs" in world.read()), world.read()[-500:]
+    pasted = world.read().split("asked for changes to requirements")[1]
+    assert "y" * 3500 in pasted and "y" * 3501 not in pasted and note in pasted
+    document = world.document("requirements")
+    assert "y" * 3501 not in document and note in document

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from the_loop.errors import TheLoopError
 from the_loop.intake.comments import SessionState
-from the_loop.intake.delivery import visible_text
+from the_loop.intake.delivery import CUT_AT, visible_text
 from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment, parse_timestamp
 from the_loop.intake.once import keep, kept, new_nonce, say_once
 from the_loop.intake.pastes import SEEN_PASTES, add_row, known_pastes, queue_paste
@@ -91,7 +91,7 @@ def take_decision(
     owner = ports.ledger.owner_of(where)
     grammar = intake.settings.policy.grammar
     said = grammar.arguments(comment.body, verb) if not decided else ""
-    words = visible_text(said)[0].strip()  # what a reader of the page sees
+    words = _as_read(said).strip()
     first = words.split()[0].lower() if words.split() else ""
     intent: dict[str, Any] = {
         "key": key or str(comment.id),
@@ -101,7 +101,7 @@ def take_decision(
         "by": comment.login,
         "at": _iso(comment.created_at),
         "link": comment.html_url or f"{where.url}#comment-{comment.id}",
-        "body": visible_text(comment.body)[0],
+        "body": _as_read(comment.body),
         "decided": decided,
         "on": where.ref,
     }
@@ -360,7 +360,7 @@ def _entries(
         if not policy.authorized.permits(comment.login) or policy.grammar.scan(comment.body).verbs:
             continue
         link = comment.html_url or f"{owner.url}#comment-{comment.id}"
-        body = visible_text(comment.body)[0]
+        body = _as_read(comment.body)
         found[link] = ReviewEntry(comment.login, _iso(comment.created_at), link, body)
     decided = str(intent.get("decided") or _OUTCOMES.get(str(intent["verb"]), ""))
     link = str(intent.get("link") or "")
@@ -619,6 +619,18 @@ def _key_of(value: object) -> str | None:
 def _what(intent: dict[str, Any]) -> str:
     """What to change: the words after ``changes``, else the review's body."""
     return str(intent.get("args") or "") or str(intent.get("body") or "")
+
+
+def _as_read(text: str) -> str:
+    """A person's words as the agent and the document get them: what a reader of the page
+    sees (HTML comments and invisible characters dropped), cut at the delivery's limit
+    with a note (the whole is at the comment's link)."""
+    seen = visible_text(text)[0]
+    if len(seen) <= CUT_AT:
+        return seen
+    more = len(seen) - CUT_AT
+    note = f"[the-loop] Cut at {CUT_AT:,} characters; {more:,} more are at its link."
+    return f"{seen[:CUT_AT]}\n{note}"
 
 
 def _moment(text: str) -> datetime | None:
