@@ -254,6 +254,9 @@ def test_each_permission_prompt_is_its_own_episode_however_it_is_read() -> None:
     assert again.episode != on_screen.episode, "the same command asked again is a new prompt"
     unhooked = derive("claude", done, shown, now=30.0)
     assert unhooked is not None and unhooked.episode.startswith("permission:")
+    assert unhooked.shown == on_screen.shown == later.shown == unhooked.episode, (
+        "drawn before its hook said it, the prompt is told by its text, the same after"
+    )
 
 
 def test_the_input_box_of_several_lines_and_what_it_holds() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from tests.helpers.tmuxsock import tmux_socket, wait_until  # noqa: F401 - fixtu
 from tests.helpers.world import World
 from the_loop.adapters.actions import Actions, running_sessions
 from the_loop.adapters.poll_factory import intake_ports
+from the_loop.agent.state import BLOCKED, AgentState
 from the_loop.commands.poll_tend import tending
 from the_loop.commands.stores import open_dispatcher
 from the_loop.intake.comments import CommentPolicy
@@ -383,6 +384,56 @@ def test_a_blocked_agent_is_said_once_and_only_an_authorized_allow_answers_it(
     world.feed()
     [unblocked] = world.events_named("session.unblocked")
     assert unblocked["how"] == "allowed here by @alice"
+
+
+def test_a_prompt_drawn_before_its_hook_said_it_is_one_episode_once_the_hook_names_it(
+    world: SeamWorld,
+) -> None:
+    """Under load the real agent draws its permission prompt before its hook's line is
+    written: read first by its text, then by its hook, it is one prompt, said once. A
+    second prompt with the same text, asked after, is another."""
+    started(world)
+    shown = "permission:" + "a" * 16
+    seen: list[AgentState] = [
+        AgentState(
+            BLOCKED,
+            20.0,
+            "permission",
+            "rm x",
+            dialog="claude-permission",
+            episode=shown,
+            shown=shown,
+        ),
+        AgentState(
+            BLOCKED,
+            20.0,
+            "permission",
+            "Bash: rm x\n\nrm x",
+            dialog="claude-permission",
+            episode="permission@21.0:b",
+            shown=shown,
+        ),
+    ]
+    sessions = running_sessions(
+        world.stores, open_dispatcher(world.context, world.stores).tmux.session_states()
+    )
+
+    def tend_seeing(state: AgentState) -> None:
+        intake = world.intake()
+        intake.ports = replace(intake.ports, agent=lambda _session: state)
+        intake.tend(sessions)
+
+    for state in seen:
+        tend_seeing(state)
+    notices = [body for _, body in world.github.posts if "blocked on a permission" in body]
+    assert len(notices) == 1, "one prompt, said once, whichever way it was read first"
+    assert world.events_named("session.unblocked") == []
+    again = replace(seen[1], episode="permission@30.0:b")
+    tend_seeing(again)
+    notices = [body for _, body in world.github.posts if "blocked on a permission" in body]
+    assert len(notices) == 2, "the same words asked again later are another prompt"
+    [ended] = world.events_named("session.unblocked")
+    assert ended["how"] == "the agent went on to another dialog"
 
 
 class HookedWorld(SeamWorld):

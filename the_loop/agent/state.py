@@ -223,14 +223,15 @@ def _blocked_by(dialog: Dialog, events: Sequence[dict[str, Any]], pane: PaneView
     prompt = dialog.text
     last: dict[str, Any] = events[-1] if events else {}
     blocked_on = dialog.pattern.blocked_on
-    episode = blocked_on
+    episode = shown = ""
     if blocked_on == "permission":
+        shown = "permission:" + dialog_digest(dialog.text)
         request = open_request(events)
         if request is not None:
             prompt = permission_text(request) + "\n\n" + prompt
             episode = request_episode(request)
-        else:  # no hook said it: the prompt is told by its text (its command)
-            episode = "permission:" + dialog_digest(dialog.text)
+        else:  # no hook said it (yet): the prompt is told by its text (its command)
+            episode = shown
     since = _time(last) if last else pane.activity
     return AgentState(
         BLOCKED,
@@ -238,7 +239,8 @@ def _blocked_by(dialog: Dialog, events: Sequence[dict[str, Any]], pane: PaneView
         blocked_on=blocked_on,
         prompt=prompt.strip(),
         dialog=dialog.pattern.name,
-        episode=episode,
+        episode=episode or blocked_on,
+        shown=shown,
     )
 
 

@@ -41,6 +41,9 @@ class AgentState:
     #: Which blocked episode this is: the same dialog reads as the same episode, another
     #: one (a second permission prompt) as another.
     episode: str = ""
+    #: A permission prompt on the screen told by its text alone (``""``: none): a prompt
+    #: first seen before its hook said it is the same episode once the hook names it.
+    shown: str = ""
     #: Whether a paste may go in while a turn runs (an agent without hooks or input box).
     mid_turn: bool = True
     #: When the usage limit its last turn stopped at resets (unix time; 0: it stopped at

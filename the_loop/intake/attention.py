@@ -64,6 +64,7 @@ def attend(session: LiveSession, intake: IntakeView) -> AgentState | None:
             return state
         answer_limit_dialog(session, state, intake)
         if episode is not None and shows_episode(episode, state):
+            episode = _named_by_its_hook(intake, session, episode, state)
             if not _answer_lost(intake, episode):
                 if not episode.get("comment"):  # a crash or a refusal cut its notice short
                     _say(session, intake, episode)
@@ -120,7 +121,27 @@ def shows_episode(episode: dict[str, Any], state: AgentState) -> bool:
     episodes had identities is told by what it blocked on)."""
     if "key" not in episode:
         return episode.get("on") == state.blocked_on
-    return episode.get("key") == state.episode
+    key = episode.get("key")
+    return key == state.episode or (bool(state.shown) and key == state.shown)
+
+
+def _named_by_its_hook(
+    intake: IntakeView, session: LiveSession, episode: dict[str, Any], state: AgentState
+) -> dict[str, Any]:
+    """A prompt first seen on the screen before its hook said it, now named by its hook:
+    the same episode, kept under the hook's name from now on (so a second prompt with
+    the same text is another episode)."""
+    if episode.get("key") == state.episode:
+        return episode
+    old = episode.get("key")
+
+    def change(ledger: Ledger) -> None:
+        kept_now: Any = ledger.get(BLOCKED_KEY)
+        if isinstance(kept_now, dict) and kept_now.get("key") == old:  # pyright: ignore[reportUnknownMemberType]
+            kept_now["key"] = state.episode  # what else changed since it was read stays
+
+    intake.ports.ledger.change(session.ref, change)
+    return episode | {"key": state.episode}
 
 
 def _answer_trust(session: LiveSession, state: AgentState, intake: IntakeView) -> bool:
