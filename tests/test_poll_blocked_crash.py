@@ -75,13 +75,12 @@ def test_a_poller_killed_while_comments_wait_for_a_blocked_agent_loses_and_doubl
     whole = time.monotonic() - began
     texts = [f"Held note {trial:02d}." for trial in range(TRIALS)]
     killed = 0
+    _hook(world, "PermissionRequest", tool="Bash", detail="make deploy")  # one block, all along
     for text in texts:
-        _hook(world, "PermissionRequest", tool="Bash", detail="make deploy")
         github.add_comment(REPO, 15, text, login="alice")
-        killed += _killed_at_random(world, rng, whole * 0.8)
+        killed += _killed_at_random(world, rng, whole * 1.2)
         assert not any(t in world.read() for t in texts), "nothing pasted while blocked"
     assert killed >= TRIALS // 2, f"only {killed} of {TRIALS} runs were cut short"
-    _hook(world, "PermissionRequest", tool="Bash", detail="make deploy")
     assert poll_in_child(world) == 0
     assert not any(t in world.read() for t in texts)
     notices = [c for c in github.comments if "blocked on a permission prompt" in c.body]
