@@ -199,6 +199,53 @@ def test_done_with_the_artifact_changed_after_its_commit_is_refused(
     )
 
 
+def refused_again(world: World, checkout: Checkout) -> str:
+    """``done requirements`` after an earlier one: refused as :func:`refused` says, and no
+    event more."""
+    before = len(phase_done_events(world))
+    code, out, err = world.run_cli(["done", "requirements"])
+    assert (code, out) == (2, ""), err
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert len(phase_done_events(world)) == before
+    return err.removeprefix("error: ").rstrip("\n")
+
+
+def test_done_after_changes_is_refused_when_the_document_lost_its_review_comments(
+    world: World, checkout: Checkout
+) -> None:
+    """An agent that rewrites a sent-back document from scratch drops the review comments
+    the-loop appended to it: its ``done`` is refused until they are back. While the intake
+    still owes the lane an append, the document is not judged by them."""
+    from the_loop.spec.words import ReviewEntry, entry_mark, with_review_comments
+
+    checkout.write("requirements")
+    assert world.run_cli(["done", "requirements"])[0] == 0
+    checkout.state_file.update(
+        lambda s: lane.changes(s, "requirements", by="alice", at="t", link=LINK, what="more")
+    )
+    entry = ReviewEntry("alice", "2026-03-01T11:00:00Z", LINK, "the-loop changes more", "changes")
+    reviewed = with_review_comments(ARTIFACTS["requirements"], [entry])
+    assert reviewed is not None and entry_mark(LINK) in reviewed
+    checkout.write("requirements", reviewed + "\nRevised.\n")  # kept: the usual revision
+    checkout.write("requirements", ARTIFACTS["requirements"] + "\nRewritten.\n")  # dropped
+    said = refused_again(world, checkout)
+    assert said == (
+        f"requirements is not done: {SPEC}/requirements.md no longer holds one of the review "
+        "comments the-loop appended to it: keep its `## Review comments` section as the-loop "
+        "wrote it (it is in the branch's history) and commit"
+    )
+    owed = {"spec": {"appends": [{"key": "k", "phase": "requirements", "entries": []}]}}
+    world.stores.store.write_section(ITEM, "poll", owed)
+    assert world.run_cli(["done", "requirements"])[0] == 0, "an append still owed: not judged"
+    checkout.state_file.update(
+        lambda s: lane.changes(s, "requirements", by="alice", at="u", link=LINK + "0", what="")
+    )
+    world.stores.store.write_section(ITEM, "poll", {})
+    checkout.write("requirements", reviewed + "\nRevised again.\n")
+    said = refused_again(world, checkout)
+    assert "no longer holds one of the review comments" in said, "the second round's too"
+
+
 def test_done_twice_is_refused_while_the_gate_waits(world: World, checkout: Checkout) -> None:
     checkout.write("requirements")
     assert world.run_cli(["done", "requirements"])[0] == 0

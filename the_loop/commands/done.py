@@ -64,7 +64,8 @@ def run_done(args: argparse.Namespace) -> Result:
         )
     phase: str = args.phase
     lane.done(state_file.load(), phase, at=utc_timestamp())  # refused here before any git
-    artifact = _checked_artifact(context, state_file, phase)
+    keeps = () if _lane_owes(stores, session.work_item) else _review_marks(state_file, phase)
+    artifact = _checked_artifact(context, state_file, phase, keeps)
     moment = utc_timestamp()
     state = state_file.update(lambda current: lane.done(current, phase, at=moment))
     after = lane.read_lane(state)
@@ -102,14 +103,40 @@ def _mirror(stores: Stores, ref: WorkItemRef, after: Lane) -> None:
     mirror_lane(PollState(stores.store, registry=stores.registry).change, ref, current, status)
 
 
-def _checked_artifact(context: Context, state_file: WorkItemStateFile, phase: str) -> str | None:
+def _lane_owes(stores: Stores, ref: WorkItemRef) -> bool:
+    """Whether the intake still owes the lane a decision or an append (its review comments
+    may not be in the document yet)."""
+    from the_loop.intake.spec_lane import owes
+
+    return owes(stores.store.section(ref, "poll") or {})
+
+
+def _review_marks(state_file: WorkItemStateFile, phase: str) -> tuple[str, ...]:
+    """The hidden lines of the review comments appended to ``phase``'s document when it was
+    sent back: each decision for changes is one of them, so a document rewritten without
+    its review comments is refused."""
+    from the_loop.spec.lane import CHANGES, decisions_of
+    from the_loop.spec.words import entry_mark
+
+    decided = decisions_of(state_file.load(), phase)
+    return tuple(
+        entry_mark(str(entry["link"]))
+        for entry in decided
+        if entry.get("outcome") == CHANGES and entry.get("link")
+    )
+
+
+def _checked_artifact(
+    context: Context, state_file: WorkItemStateFile, phase: str, keeps: tuple[str, ...]
+) -> str | None:
     """``phase``'s artifact as a path in the checkout (None: it has none), once it holds
-    every required section and is committed; ``UsageError`` naming what is missing."""
+    every required section and the review comments appended to it (``keeps``: their
+    hidden lines) and is committed; ``UsageError`` naming what is missing."""
     from the_loop.dispatch.workspace import Workspace
     from the_loop.errors import UsageError
     from the_loop.spec.artifacts import check_artifact
 
-    checked = check_artifact(state_file, phase)
+    checked = check_artifact(state_file, phase, keeps)
     if checked.path is None:
         return None
     shown = os.path.relpath(checked.path, state_file.checkout)

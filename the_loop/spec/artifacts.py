@@ -10,7 +10,7 @@ as a regular file only: a link, a FIFO or a directory is no artifact.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,10 +87,12 @@ class ArtifactCheck:
     exists: bool
     missing: tuple[str, ...]
     unreadable: str = ""
+    #: The lines it was asked to keep that it no longer holds (its review comments' marks).
+    lost: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.path is None or (self.exists and not self.missing)
+        return self.path is None or (self.exists and not self.missing and not self.lost)
 
     def problem(self, shown: str) -> str | None:
         """What is missing, in one sentence naming the file as ``shown``; None when nothing."""
@@ -101,12 +103,22 @@ class ArtifactCheck:
         if not self.exists:
             needed = _listed(REQUIRED_SECTIONS[self.phase])
             return f"{shown} is missing: write it, with the sections {needed}, and commit it"
-        noun = "section" if len(self.missing) == 1 else "sections"
-        return f"{shown} lacks the {noun} {_listed(self.missing)}"
+        if self.missing:
+            noun = "section" if len(self.missing) == 1 else "sections"
+            return f"{shown} lacks the {noun} {_listed(self.missing)}"
+        count = "one" if len(self.lost) == 1 else str(len(self.lost))
+        return (
+            f"{shown} no longer holds {count} of the review comments the-loop appended to it: "
+            "keep its `## Review comments` section as the-loop wrote it (it is in the "
+            "branch's history) and commit"
+        )
 
 
-def check_artifact(state_file: WorkItemStateFile, phase: str) -> ArtifactCheck:
-    """Read ``phase``'s artifact in ``state_file``'s checkout and say what it lacks."""
+def check_artifact(
+    state_file: WorkItemStateFile, phase: str, keeps: Sequence[str] = ()
+) -> ArtifactCheck:
+    """Read ``phase``'s artifact in ``state_file``'s checkout and say what it lacks: its
+    required sections, and which of the lines ``keeps`` it must still hold it does not."""
     path = artifact_path(state_file, phase)
     if path is None:
         return ArtifactCheck(phase, None, exists=False, missing=())
@@ -115,7 +127,8 @@ def check_artifact(state_file: WorkItemStateFile, phase: str) -> ArtifactCheck:
         missing = REQUIRED_SECTIONS[phase]
         return ArtifactCheck(phase, path, exists=False, missing=missing, unreadable=problem)
     text = content.decode("utf-8", errors="replace")
-    return ArtifactCheck(phase, path, exists=True, missing=missing_sections(text, phase))
+    lost = tuple(line for line in keeps if line not in text)
+    return ArtifactCheck(phase, path, exists=True, missing=missing_sections(text, phase), lost=lost)
 
 
 def _closes(line: re.Match[str], fence: tuple[str, int]) -> bool:

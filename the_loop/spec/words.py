@@ -78,8 +78,8 @@ def changes_paste(
             lines += ["", _said_by(entry), *_quoted(entry.body)]
     lines += [
         "",
-        f"Revise {spec_dir}/{name}, commit it, push the branch, then run "
-        f"`the-loop done {phase}` again.",
+        f"Revise {spec_dir}/{name}, keeping its `## {REVIEW_HEADING}` section, commit it, "
+        f"push the branch, then run `the-loop done {phase}` again.",
     ]
     return "\n".join(lines)
 
