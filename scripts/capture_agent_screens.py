@@ -237,6 +237,21 @@ def permission_paste(out: Path) -> None:
 
 
 @scenario
+def auto_mode_check(out: Path) -> None:
+    """Auto mode (the default) asked to run a command its server-side safety check must
+    see: through a gateway that does not pass the check on, it stops at a dialog."""
+    with capture(out) as c:
+        command = "git status && printf done > made-by-agent.txt && git add made-by-agent.txt"
+        c.fake.script(bash(command, "Stage a file"), when=user_says("a file"))
+        c.fake.script(text("Staged it."), when=after_tool_result())
+        c.start("stage a file")
+        c.pane.wait_for("Auto mode can't check actions", timeout=30)
+        c.save("auto-mode-check.txt", c.pane.settle())
+        c.note("file made:", (c.repo / "made-by-agent.txt").exists())
+        c.note("events:", hook_names(c.hook_log))
+
+
+@scenario
 def permission_edit(out: Path) -> None:
     with capture(out) as c:
         target = c.repo / "hello.txt"

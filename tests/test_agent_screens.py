@@ -30,6 +30,7 @@ DIALOGS = {
     "trust": ("claude-trust", "trust"),
     "api-key": ("claude-api-key", "api-key"),
     "bypass-warning": ("claude-bypass-warning", "bypass-warning"),
+    "auto-mode-check": ("claude-auto-mode-check", "auto-mode"),
     "permission-bash": ("claude-permission", "permission"),
     "permission-edit": ("claude-permission", "permission"),
     "question": ("claude-question", "question"),

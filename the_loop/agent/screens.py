@@ -4,7 +4,8 @@ The patterns are data (``screens.json`` beside this module), one per dialog, eac
 pinned by a test against a screen captured from the real agent, so a release that
 rewords a dialog fails that test, not the loop. A pattern matches when every one of its
 ``all`` texts is on the screen; it names what the agent is blocked on (``trust``,
-``api-key``, ``permission``, ``question``, ``bypass-warning``, ``notice``, ``limit``)
+``api-key``, ``permission``, ``question``, ``bypass-warning``, ``auto-mode``,
+``notice``, ``limit``)
 and, for the dialogs the-loop may answer, the keys that choose each option.
 Only the visible screen is read (never the scrollback): a dialog long answered and
 scrolled away must not block anything.
@@ -29,6 +30,7 @@ BLOCKED_ON = (
     "permission",
     "question",
     "bypass-warning",
+    "auto-mode",
     "notice",
     "limit",
     "unknown",

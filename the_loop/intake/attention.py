@@ -42,6 +42,13 @@ _HOW_TO = {
         "Answer it in the pane (`the-loop sessions attach`), or let the-loop answer it for "
         "the checkouts it makes: `routing.harnesses.claude.trustCheckouts: true`."
     ),
+    "auto-mode": (
+        "Its requests go through a gateway that does not pass auto mode's safety check on. "
+        "Answer it in the pane (`the-loop sessions attach`), or run the agent in a mode "
+        "without that check: `routing.harnesses.claude.args: [--permission-mode, default]` "
+        "(each prompt is then said here, for `{prefix} allow` or `{prefix} deny`). "
+        "Comments wait until then."
+    ),
 }
 _HOW_TO_OTHER = (
     "Answer it in the pane (`the-loop sessions attach`); `the-loop doctor` says how to "
@@ -219,6 +226,7 @@ _NAMES = {
     "permission": "permission prompt",
     "question": "question",
     "bypass-warning": "bypass-permissions warning",
+    "auto-mode": "dialog of auto mode's safety check",
     "notice": "notice",
     "limit": "usage limit",
     "unknown": "dialog",
