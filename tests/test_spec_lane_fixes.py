@@ -496,6 +496,39 @@ def test_a_comment_on_a_linked_pull_request_at_an_open_gate_is_appended(
     assert said in document
 
 
+def test_a_reviews_words_at_an_open_gate_are_appended_with_its_inline_comments(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    """A review's body and its inline comments are in no conversation thread: read with
+    the review, they are kept for the gate and appended at its decision, once each."""
+    world = lane_world
+    open_gate(world)
+    link_pull(world, github)
+    world.poll()  # the pull request's reviews read once: what comes now is new
+    github.now = datetime.now(UTC) + timedelta(seconds=2)
+    inline = {"path": f"{SPEC_DIR}/requirements.md", "line": 3, "body": "Which widget, here?"}
+    github.add_review(
+        REPO, PULL, login="bob", body="Say what happens at zero load.", comments=[inline]
+    )
+    github.now = datetime.now(UTC) + timedelta(seconds=2)
+    github.add_review(REPO, PULL, login="mallory", body="Not authorized: never appended.")
+    world.poll_until(lambda: "zero load" in world.read(), "the review pasted to the agent")
+    github.now = datetime.now(UTC) + timedelta(seconds=3)
+    approval = github.add_comment(REPO, 15, "the-loop approve", login="alice").id
+    world.poll_until(
+        lambda: f"issuecomment-{approval}" in world.document("requirements"), "approve appended"
+    )
+    world.poll()
+    document = world.document("requirements")
+    assert document.count("Say what happens at zero load.") == 1, document
+    assert document.count(f"On {SPEC_DIR}/requirements.md:3:") == 1, document
+    assert document.count("Which widget, here?") == 1
+    assert "Not authorized" not in document and "mallory" not in document
+    spec = (world.store.section(ITEM, "poll") or {}).get("spec") or {}
+    assert spec.get("asides") == [], "a decision takes the asides up to it"
+
+
 # -- 11. the lane's files inside the checkout -----------------------------------------
 
 

@@ -18,6 +18,7 @@ paused).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,8 @@ from the_loop.intake.pastes import known_pastes, queue_paste, settle_pastes
 from the_loop.intake.people import is_bot
 from the_loop.intake.ports import Action
 from the_loop.intake.reviews import Review, ReviewComment, review_paste
-from the_loop.intake.spec_lane import gate_open, take_decision
+from the_loop.intake.spec_asides import keep_review_words
+from the_loop.intake.spec_lane import SPEC, gate_open, take_decision
 from the_loop.ref import WorkItemRef
 
 if TYPE_CHECKING:
@@ -126,8 +128,11 @@ def _take(
     if review.carries_marker or (is_bot(review.login, review.user_type) and not permitted):
         _settle(round_, review, owner, "own" if review.carries_marker else "bot")
         return
-    decided = permitted and review.state in _DECIDING and _decide_gate(round_, review, owner)
     scan = policy.grammar.scan(review.body)
+    if permitted and gate_open(intake, owner):  # its words go into the gate's document
+        worded = review if not scan.verbs else replace(review, body="")
+        keep_review_words(intake, owner, worded, inline, SPEC)
+    decided = permitted and review.state in _DECIDING and _decide_gate(round_, review, owner)
     if decided and scan.verb in SPEC_VERBS:
         _settle(round_, review, owner, "keyword")  # its state decided the gate already
         return

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from the_loop.errors import TheLoopError
 from the_loop.intake.comments import SessionState
-from the_loop.intake.delivery import CUT_AT, visible_text
 from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment, parse_timestamp
 from the_loop.intake.once import keep, kept, new_nonce, say_once
 from the_loop.intake.pastes import SEEN_PASTES, add_row, known_pastes, queue_paste
 from the_loop.intake.ports import Action, LiveSession, SpecPort
+from the_loop.intake.spec_asides import as_read, asides_between, without_asides_until
 from the_loop.portable.poll import SEEN_COMMENTS, Ledger
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.values import WorkItemState
@@ -98,7 +98,7 @@ def take_decision(
     owner = ports.ledger.owner_of(where)
     grammar = intake.settings.policy.grammar
     said = grammar.arguments(comment.body, verb) if not decided else ""
-    words = _as_read(said).strip()
+    words = as_read(said).strip()
     first = words.split()[0].lower() if words.split() else ""
     intent: dict[str, Any] = {
         "key": key or str(comment.id),
@@ -108,7 +108,7 @@ def take_decision(
         "by": comment.login,
         "at": _iso(comment.created_at),
         "link": comment.html_url or f"{where.url}#comment-{comment.id}",
-        "body": _as_read(comment.body),
+        "body": as_read(comment.body),
         "decided": decided,
         "on": where.ref,
     }
@@ -367,8 +367,10 @@ def _entries(
         if not policy.authorized.permits(comment.login) or policy.grammar.scan(comment.body).verbs:
             continue
         link = comment.html_url or f"{owner.url}#comment-{comment.id}"
-        body = _as_read(comment.body)
+        body = as_read(comment.body)
         found[link] = ReviewEntry(comment.login, _iso(comment.created_at), link, body)
+    for entry in asides_between(_record(intake, owner), opened, until):  # reviews' words
+        found.setdefault(entry.link, entry)
     decided = str(intent.get("decided") or _OUTCOMES.get(str(intent["verb"]), ""))
     link = str(intent.get("link") or "")
     found[link] = ReviewEntry(
@@ -424,12 +426,15 @@ def _done(
     with ``outcome`` (the lane's record of it; the intent's verb when not given)."""
     key = str(intent["key"])
     dropped: list[bool] = []
+    until = _moment(str(intent.get("at") or ""))
 
     def change(ledger: Ledger) -> None:
         spec = _spec_of(ledger)
         intents = [i for i in _list(spec, "intents") if _key_of(i) != key]
         if len(intents) == len(_list(spec, "intents")):
             return  # another process carried it out
+        if until is not None:
+            spec = without_asides_until(spec, until)
         appends = list(_list(spec, "appends"))
         if entries and not any(_key_of(a) == key for a in appends):
             appends.append({"key": key, "phase": phase, "entries": [asdict(e) for e in entries]})
@@ -626,18 +631,6 @@ def _key_of(value: object) -> str | None:
 def _what(intent: dict[str, Any]) -> str:
     """What to change: the words after ``changes``, else the review's body."""
     return str(intent.get("args") or "") or str(intent.get("body") or "")
-
-
-def _as_read(text: str) -> str:
-    """A person's words as the agent and the document get them: what a reader of the page
-    sees (HTML comments and invisible characters dropped), cut at the delivery's limit
-    with a note (the whole is at the comment's link)."""
-    seen = visible_text(text)[0]
-    if len(seen) <= CUT_AT:
-        return seen
-    more = len(seen) - CUT_AT
-    note = f"[the-loop] Cut at {CUT_AT:,} characters; {more:,} more are at its link."
-    return f"{seen[:CUT_AT]}\n{note}"
 
 
 def _moment(text: str) -> datetime | None:
