@@ -19,23 +19,14 @@ import json
 import shlex
 import sys
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.fake_anthropic import FakeAnthropic, bash, running_fake_anthropic, user_says
-from tests.fake_github import FakeGitHub, serve
-from tests.helpers.real_loop import (
-    AUTHORIZED,
-    BOT,
-    TOKEN,
-    RealLoop,
-    offline_agent_environ,
-    turns_holding,
-    user_turns_with,
-)
+from tests.fake_anthropic import FakeAnthropic, bash, user_says
+from tests.helpers.real_loop import AUTHORIZED, RealLoop, turns_holding, user_turns_with
+from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
+from tests.test_real_agent_loop import anthropic, github, loop  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow
 
@@ -46,33 +37,6 @@ SPEC_DIR = f"docs/specs/issue-{NUMBER}"
 ALLOWED = ("--permission-mode", "acceptEdits", "--allowedTools", "Bash")
 PATH = f"{SPEC_DIR}/requirements.md"
 GIT = "git -c user.name=agent -c user.email=agent@example.com"
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with serve(FakeGitHub(tokens={TOKEN: BOT})) as fake:
-        yield fake
-
-
-@pytest.fixture
-def anthropic() -> Iterator[FakeAnthropic]:
-    with running_fake_anthropic() as fake:
-        yield fake
-        elsewhere = [f"{r.method} {r.path}" for r in fake.requests if not r.path.startswith("/")]
-        assert elsewhere == [], f"the agent asked for the internet: {elsewhere}"
-
-
-@pytest.fixture
-def loop(
-    tmp_path: Path,
-    tmux_socket: str,
-    github: FakeGitHub,
-    anthropic: FakeAnthropic,
-    monkeypatch: pytest.MonkeyPatch,
-) -> RealLoop:
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    offline_agent_environ(monkeypatch, anthropic.url)
-    return RealLoop(tmp_path, tmux_socket, github, anthropic)
 
 
 def write_and_done(text: str, message: str) -> str:
@@ -124,17 +88,18 @@ def _requirements(text: str) -> str:
     )
 
 
-def gates(loop: RealLoop) -> list[str]:
-    return [c.body for c in loop.notices(NUMBER, "ready for review")]
+def gates(real: RealLoop) -> list[str]:
+    return [c.body for c in real.notices(NUMBER, "ready for review")]
 
 
-def lane(loop: RealLoop) -> dict[str, Any]:
-    path = loop.checkout_path(NUMBER) / SPEC_DIR / "work-item-state.json"
+def lane(real: RealLoop) -> dict[str, Any]:
+    path = real.checkout_path(NUMBER) / SPEC_DIR / "work-item-state.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
 def test_the_real_agent_walks_a_gate_sent_back_once_then_approved(
-    loop: RealLoop, anthropic: FakeAnthropic
+    loop: RealLoop,  # noqa: F811 - the imported fixture
+    anthropic: FakeAnthropic,  # noqa: F811 - the imported fixture
 ) -> None:
     mark = uuid.uuid4().hex[:10]
     loop.setup(args=ALLOWED)
