@@ -432,6 +432,36 @@ def test_an_approve_written_before_the_rounds_gate_comment_does_not_pass_it(
     assert last["outcome"] == "approved" and last["link"].endswith(f"issuecomment-{later}")
 
 
+def test_a_reviews_decision_submitted_before_the_rounds_gate_comment_is_refused() -> None:
+    """A review's id is no comment id: whether it came before the gate's comment is told by
+    its time against the moment that comment was made. Before it (to the second), refused;
+    in that second or after, it decides; with the gate not announced, refused."""
+    from types import SimpleNamespace
+
+    state = lane.start(WorkItemState(work_item=ITEM), at="2026-03-01T10:00:00Z")
+    state = lane.done(state, "requirements", at="2026-03-01T10:05:00Z")
+    made = datetime(2026, 3, 1, 10, 6, 0, 400000, tzinfo=UTC).timestamp()
+    record = {"phase": "requirements", "round": 1, "comment": 1009, "at": made}
+    ledger = SimpleNamespace(value=lambda _ref, key: record if key == spec_lane.GATE else None)
+    intake: Any = SimpleNamespace(ports=SimpleNamespace(ledger=ledger))
+    owner = WorkItemRef.parse(ITEM)
+
+    def check(key: str, at: str) -> str:
+        intent = {"key": key, "verb": "approve", "at": at}
+        try:
+            spec_lane._after_the_gate(intake, owner, intent, state, "requirements")  # pyright: ignore[reportPrivateUsage]
+        except lane.LaneError as error:
+            return str(error)
+        return ""
+
+    assert "submitted before the gate" in check("lane-review-77", "2026-03-01T10:05:59Z")
+    assert "submitted before the gate" in check("review-78", "2026-03-01T10:05:59Z")
+    assert check("lane-review-79", "2026-03-01T10:06:00Z") == ""
+    assert check("lane-review-80", "2026-03-01T10:07:00Z") == ""
+    record["round"] = 2  # the gate of this round not announced yet
+    assert "has not been announced" in check("lane-review-81", "2026-03-01T10:07:00Z")
+
+
 # -- 9. the artifact pushed before its gate opens --------------------------------------
 
 

@@ -53,6 +53,9 @@ START = "start"
 _OUTCOMES = {"approve": "approved", "changes": "changes", "skip": "skipped", START: "started"}
 #: Who a paste of the lane is by.
 BY = "the-loop"
+#: How the intents of a pull request review are keyed: its deciding state's
+#: (``lane-review-<id>``) and its body's keyword's (``review-<id>``).
+REVIEW_KEYS = ("lane-review-", "review-")
 
 
 def owes(ledger: Ledger) -> bool:
@@ -276,12 +279,17 @@ def _transition(state: WorkItemState, intent: dict[str, Any], phase: str) -> Wor
 def _after_the_gate(
     intake: IntakeView, owner: WorkItemRef, intent: dict[str, Any], state: WorkItemState, phase: str
 ) -> None:
-    """Refuse a comment's approval or changes unless it was written after the comment
-    that announced the open gate: one written before was meant for an earlier round, and
-    read late it would pass one nobody has seen."""
+    """Refuse a comment's or a review's approval or changes unless it was written after
+    the comment that announced the open gate: one written before was meant for an earlier
+    round, and read late it would pass one nobody has seen. A comment is told by its id
+    (ids grow across the repository); a review, whose ids are another sequence, by its
+    time against the moment the gate's comment was made (to the second)."""
     key, verb = str(intent["key"]), str(intent["verb"])
-    if verb == "skip" or not key.isdigit() or phase not in lane.read_lane(state).waiting:
-        return  # not a comment's decision at an open gate: the lane itself answers
+    review = key.startswith(REVIEW_KEYS)
+    if verb == "skip" or not (key.isdigit() or review):
+        return  # not a comment's or a review's decision: the lane itself answers
+    if phase not in lane.read_lane(state).waiting:
+        return  # no gate open: the lane itself answers
     record = kept(intake, owner, GATE) or {}
     round_ = lane.gate_round(state, phase)
     said = record.get("comment")
@@ -290,6 +298,14 @@ def _after_the_gate(
             f"the gate of {phase} has not been announced on the ticket yet: decide after its "
             "comment"
         )
+    if review:
+        made, at = record.get("at"), _moment(str(intent.get("at") or ""))
+        if isinstance(made, int | float) and at is not None and at.timestamp() < int(made):
+            raise lane.LaneError(
+                f"it was submitted before the gate of {phase} opened (comment {said}): decide "
+                "after it"
+            )
+        return
     if isinstance(said, int) and said > 0 and int(key) < said:
         raise lane.LaneError(
             f"it was written before the gate of {phase} opened (comment {said}): decide after it"
@@ -550,6 +566,7 @@ def _owe_gate(
             "round": round_,
             "nonce": new_nonce(),
             "comment": 0,
+            "at": intake.ports.clock(),  # before it is posted: a review before it is older
             "body": f"{AGENT_COMMENT_MARKER}\n{body}",
         }
         keep(intake, owner, GATE, record)
