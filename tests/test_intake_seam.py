@@ -28,6 +28,7 @@ from the_loop.adapters.poll_factory import intake_ports
 from the_loop.agent.state import BLOCKED, AgentState
 from the_loop.commands.poll_tend import tending
 from the_loop.commands.stores import open_dispatcher
+from the_loop.intake.attention import answered
 from the_loop.intake.comments import CommentPolicy
 from the_loop.intake.events import Issue, IssueComment
 from the_loop.intake.intake import Intake
@@ -434,6 +435,16 @@ def test_a_prompt_drawn_before_its_hook_said_it_is_one_episode_once_the_hook_nam
     assert len(notices) == 2, "the same words asked again later are another prompt"
     [ended] = world.events_named("session.unblocked")
     assert ended["how"] == "the agent went on to another dialog"
+
+    # Told by its text alone and answered here; then the same command asked again, named
+    # by its hook at once: a new prompt, not the answered one.
+    tend_seeing(replace(seen[0], shown="permission:" + "c" * 16, episode="permission:" + "c" * 16))
+    assert len([b for _, b in world.github.posts if "blocked on a permission" in b]) == 3
+    [session] = sessions
+    answered(world.intake(), session, "allowed here by @alice")
+    tend_seeing(replace(seen[1], shown="permission:" + "c" * 16, episode="permission@40.0:c"))
+    notices = [body for _, body in world.github.posts if "blocked on a permission" in body]
+    assert len(notices) == 4, "asked again after an answer here: another prompt, said"
 
 
 class HookedWorld(SeamWorld):

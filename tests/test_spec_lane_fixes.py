@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -557,6 +558,75 @@ def test_a_reviews_words_at_an_open_gate_are_appended_with_its_inline_comments(
     assert "Not authorized" not in document and "mallory" not in document
     spec = (world.store.section(ITEM, "poll") or {}).get("spec") or {}
     assert spec.get("asides") == [], "a decision takes the asides up to it"
+
+
+def test_a_review_read_after_the_decision_that_closed_its_gate_is_still_appended(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    """A cycle reads the ticket's comments before the reviews (and webhooks come in any
+    order): a review submitted at an open gate and read only after the decision that
+    closed it goes into that gate's document all the same, once."""
+    world = lane_world
+    open_gate(world)
+    link_pull(world, github)
+    world.poll()
+    github.now = datetime.now(UTC) + timedelta(seconds=2)
+    github.add_review(REPO, PULL, login="bob", body="Say what happens at zero load.")
+    github.now = datetime.now(UTC) + timedelta(seconds=4)
+    approval = github.add_comment(REPO, 15, "the-loop approve", login="alice").id
+    world.poll_until(
+        lambda: (
+            "zero load" in world.document("requirements")
+            and f"issuecomment-{approval}" in world.document("requirements")
+        ),
+        "the review and the approval appended",
+    )
+    world.poll()
+    world.poll()
+    assert world.document("requirements").count("Say what happens at zero load.") == 1
+
+
+def test_a_skip_ahead_leaves_the_open_gates_review_words_for_its_decision(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    world = lane_world
+    open_gate(world)
+    link_pull(world, github)
+    world.poll()
+    github.now = datetime.now(UTC) + timedelta(seconds=2)
+    github.add_review(REPO, PULL, login="bob", body="Say what happens at zero load.")
+    world.poll_until(lambda: "zero load" in world.read(), "the review pasted to the agent")
+    github.now = datetime.now(UTC) + timedelta(seconds=4)
+    github.add_comment(REPO, 15, "the-loop skip tasks", login="alice")
+    world.poll_until(lambda: world.status_of("tasks") == "skipped", "tasks skipped ahead")
+    github.now = datetime.now(UTC) + timedelta(seconds=6)
+    approval = github.add_comment(REPO, 15, "the-loop approve", login="alice").id
+    world.poll_until(
+        lambda: f"issuecomment-{approval}" in world.document("requirements"), "approve appended"
+    )
+    assert world.document("requirements").count("Say what happens at zero load.") == 1
+
+
+def test_inline_comments_drafted_before_the_gate_count_from_their_reviews_submission() -> None:
+    from the_loop.intake.reviews import Review, ReviewComment
+    from the_loop.intake.spec_asides import (
+        _entries_of,  # pyright: ignore[reportPrivateUsage]
+        asides_between,
+    )
+
+    pull = WorkItemRef.parse(f"github:{REPO}#{PULL}")
+    submitted = datetime(2026, 3, 1, 10, 30, tzinfo=UTC)
+    review = Review(1, pull, "bob", "User", "COMMENTED", "", f"{pull.url}#review-1", submitted)
+    drafted = datetime(2026, 3, 1, 9, 50, tzinfo=UTC)  # in the pending review, before the gate
+    inline = ReviewComment(
+        5, 1, pull, "bob", "Which widget?", "a.md", 3, None, 3, "", f"{pull.url}#r5", None, drafted
+    )
+    spec = {"asides": [asdict(entry) for entry in _entries_of(review, [inline])]}
+    opened = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+    taken = asides_between(spec, opened, datetime(2026, 3, 1, 11, 0, tzinfo=UTC))
+    assert [entry.body for entry in taken] == ["On a.md:3:\nWhich widget?"]
 
 
 # -- 11. the lane's files inside the checkout -----------------------------------------

@@ -129,7 +129,11 @@ def shows_episode(episode: dict[str, Any], state: AgentState) -> bool:
     if "key" not in episode:
         return episode.get("on") == state.blocked_on
     key = episode.get("key")
-    return key == state.episode or (bool(state.shown) and key == state.shown)
+    if key == state.episode:
+        return True
+    # A prompt told by its text, now named by its hook: the same one, unless it was
+    # answered here meanwhile (the same command asked again is then a new prompt).
+    return bool(state.shown) and key == state.shown and not episode.get("answered")
 
 
 def _named_by_its_hook(

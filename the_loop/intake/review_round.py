@@ -129,7 +129,7 @@ def _take(
         _settle(round_, review, owner, "own" if review.carries_marker else "bot")
         return
     scan = policy.grammar.scan(review.body)
-    if permitted and gate_open(intake, owner):  # its words go into the gate's document
+    if permitted:  # at a gate, its words go into the gate's document
         worded = review if not scan.verbs else replace(review, body="")
         keep_review_words(intake, owner, worded, inline, SPEC)
     decided = permitted and review.state in _DECIDING and _decide_gate(round_, review, owner)

@@ -1,11 +1,19 @@
-"""A pull request review's words while a spec gate is open, kept for the gate's decision.
+"""A pull request review's words at a spec gate, kept for the gate's decision.
 
 Every authorized comment made while a gate is open goes into the document's review
 comments when the gate is decided. The ticket's and the linked pull requests'
 conversation comments are read back then; a review's body and its inline comments are
-not in those threads, so the reader of reviews keeps them as they come, in the item's
-ledger under ``spec.asides`` (each once, by its link). A decision takes those written
-between the gate's opening and itself, and its write drops every aside written up to it.
+in no conversation thread, so the reader of reviews keeps them as it reads them, told by
+the review's submission (an inline comment drafted earlier is made public with it):
+
+- submitted while a gate is open (at or after its opening): kept in the item's ledger
+  under ``spec.asides``, each once by its link, for the decision to take;
+- submitted within a gate already decided (read late: a cycle reads the ticket's
+  comments before the reviews, and webhooks come in any order): owed to that phase's
+  document at once, as an append of its own (``aside-review-<id>``);
+- otherwise (no gate was open): nothing is kept.
+
+A decision's write drops the asides it took, by their links, and no other.
 """
 
 from __future__ import annotations
@@ -15,11 +23,14 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from the_loop.errors import TheLoopError
 from the_loop.intake.delivery import CUT_AT, visible_text
 from the_loop.intake.events import parse_timestamp
 from the_loop.intake.reviews import Review, ReviewComment
 from the_loop.portable.poll import Ledger
 from the_loop.ref import WorkItemRef
+from the_loop.repofile.values import WorkItemState
+from the_loop.spec import lane
 from the_loop.spec.words import ReviewEntry
 
 if TYPE_CHECKING:
@@ -36,16 +47,37 @@ def keep_review_words(
     inline: Sequence[ReviewComment],
     spec_key: str,
 ) -> None:
-    """Keep ``review``'s body and its inline comments (those with words) as asides of the
-    owner's open gate, in one write; one already kept (by its link) is not kept again."""
+    """Keep ``review``'s body and its inline comments (those with words) for the gate that
+    was open when it was submitted, in one write of the owner's ledger (see the module)."""
+    port = intake.ports.spec
+    if port is None or not isinstance(intake.ports.ledger.value(owner, spec_key), dict):
+        return  # the item follows no lane
     entries = _entries_of(review, inline)
-    if not entries:
+    if not entries or review.submitted_at is None:
         return
+    try:
+        state = port.state(owner)
+    except (TheLoopError, OSError) as error:
+        intake.ports.warn(f"{owner.ref}: the spec lane: {error}")
+        return
+    if state is None:
+        return
+    submitted = review.submitted_at.replace(microsecond=0)
+    decided = _decided_over(state, submitted)
+    if decided is None and not _open_at(state, submitted):
+        return
+    key = f"aside-{review.key}"
 
     def change(ledger: Ledger) -> None:
         spec = _record(ledger, spec_key)
-        asides = _listed(spec)
-        known = {str(cast(dict[str, Any], a).get("link")) for a in asides if isinstance(a, dict)}
+        if decided is not None:  # read late: owed to the document of the gate it was at
+            appends = _listed(spec, "appends")
+            if not any(_key(a) == key for a in appends):
+                owed = {"key": key, "phase": decided, "entries": [asdict(e) for e in entries]}
+                ledger[spec_key] = {**spec, "appends": [*appends, owed]}
+            return
+        asides = _listed(spec, ASIDES)
+        known = {_link(a) for a in asides}
         fresh = [asdict(entry) for entry in entries if entry.link not in known]
         if fresh:
             ledger[spec_key] = {**spec, ASIDES: [*asides, *fresh]}
@@ -58,7 +90,7 @@ def asides_between(
 ) -> list[ReviewEntry]:
     """The asides written after ``opened`` (None: any) and no later than ``until``."""
     found: list[ReviewEntry] = []
-    for aside in _listed(spec):
+    for aside in _listed(spec, ASIDES):
         if not isinstance(aside, dict):
             continue
         fields = cast(dict[str, Any], aside)
@@ -72,37 +104,65 @@ def asides_between(
     return found
 
 
-def without_asides_until(spec: dict[str, Any], until: datetime) -> dict[str, Any]:
-    """``spec`` without the asides written up to ``until`` (a decision took them, or they
-    came before its gate opened)."""
-    if ASIDES not in spec:
+def without_asides(spec: dict[str, Any], taken: Sequence[ReviewEntry]) -> dict[str, Any]:
+    """``spec`` without the asides a decision took (``taken``, by their links)."""
+    links = {entry.link for entry in taken}
+    if ASIDES not in spec or not links:
         return spec
-    kept: list[Any] = []
-    for aside in _listed(spec):
-        try:
-            at = parse_timestamp(str(cast(dict[str, Any], aside).get("at")))
-        except (AttributeError, TypeError, ValueError):
-            continue  # not an aside: dropped
-        if at > until:
-            kept.append(aside)
-    return {**spec, ASIDES: kept}
+    return {**spec, ASIDES: [a for a in _listed(spec, ASIDES) if _link(a) not in links]}
+
+
+def _decided_over(state: WorkItemState, moment: datetime) -> str | None:
+    """The gated phase of a decision (approved or sent back) whose gate was open at
+    ``moment``: opened at or before it, decided at or after it."""
+    for phase in lane.GATED:
+        for decision in lane.decisions_of(state, phase):
+            if decision.get("outcome") not in (lane.APPROVED, lane.CHANGES):
+                continue
+            opened = _moment(decision.get("opened"))
+            at = _moment(decision.get("at"))
+            if opened is not None and at is not None and opened <= moment <= at:
+                return phase
+    return None
+
+
+def _open_at(state: WorkItemState, moment: datetime) -> bool:
+    """Whether a gate is open now and was open at ``moment``."""
+    found = lane.read_lane(state)
+    if not found.waiting:
+        return False
+    opened = _moment(found.node(found.waiting[0]).at)
+    return opened is None or opened <= moment
+
+
+def _moment(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value).replace(microsecond=0)
+    except ValueError:
+        return None
 
 
 _FIELDS = ("login", "at", "link", "body", "decided")
 
 
 def _entries_of(review: Review, inline: Sequence[ReviewComment]) -> list[ReviewEntry]:
+    """The review's words as entries, each at the review's submission."""
+    if review.submitted_at is None:
+        return []
+    submitted = _iso(review.submitted_at)
     entries: list[ReviewEntry] = []
     body = as_read(review.body).strip()
-    if body and review.submitted_at is not None and review.html_url:
-        entries.append(ReviewEntry(review.login, _iso(review.submitted_at), review.html_url, body))
+    if body and review.html_url:
+        entries.append(ReviewEntry(review.login, submitted, review.html_url, body))
     for comment in inline:
         words = as_read(comment.body).strip()
         if not words or comment.carries_marker or not comment.html_url:
             continue
         where = f"{comment.path}:{comment.line}" if comment.line else comment.path
         said = f"On {where}:\n{words}" if where else words
-        entries.append(ReviewEntry(comment.login, _iso(comment.created_at), comment.html_url, said))
+        entries.append(ReviewEntry(comment.login, submitted, comment.html_url, said))
     return entries
 
 
@@ -123,9 +183,17 @@ def _record(ledger: Ledger, key: str) -> dict[str, Any]:
     return dict(cast(dict[str, Any], value)) if isinstance(value, dict) else {}
 
 
-def _listed(spec: dict[str, Any]) -> list[Any]:
-    value = spec.get(ASIDES)
+def _listed(spec: dict[str, Any], name: str) -> list[Any]:
+    value = spec.get(name)
     return list(cast(list[Any], value)) if isinstance(value, list) else []
+
+
+def _key(value: object) -> str | None:
+    return str(cast(dict[str, Any], value).get("key")) if isinstance(value, dict) else None
+
+
+def _link(value: object) -> str | None:
+    return str(cast(dict[str, Any], value).get("link")) if isinstance(value, dict) else None
 
 
 def _iso(moment: datetime) -> str:

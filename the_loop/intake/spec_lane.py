@@ -34,7 +34,7 @@ from the_loop.intake.events import AGENT_COMMENT_MARKER, IssueComment, parse_tim
 from the_loop.intake.once import keep, kept, new_nonce, say_once
 from the_loop.intake.pastes import SEEN_PASTES, add_row, known_pastes, queue_paste
 from the_loop.intake.ports import Action, LiveSession, SpecPort
-from the_loop.intake.spec_asides import as_read, asides_between, without_asides_until
+from the_loop.intake.spec_asides import as_read, asides_between, without_asides
 from the_loop.portable.poll import SEEN_COMMENTS, Ledger
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.values import WorkItemState
@@ -442,15 +442,13 @@ def _done(
     with ``outcome`` (the lane's record of it; the intent's verb when not given)."""
     key = str(intent["key"])
     dropped: list[bool] = []
-    until = _moment(str(intent.get("at") or ""))
 
     def change(ledger: Ledger) -> None:
         spec = _spec_of(ledger)
         intents = [i for i in _list(spec, "intents") if _key_of(i) != key]
         if len(intents) == len(_list(spec, "intents")):
             return  # another process carried it out
-        if until is not None:
-            spec = without_asides_until(spec, until)
+        spec = without_asides(spec, entries)
         appends = list(_list(spec, "appends"))
         if entries and not any(_key_of(a) == key for a in appends):
             appends.append({"key": key, "phase": phase, "entries": [asdict(e) for e in entries]})
