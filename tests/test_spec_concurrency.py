@@ -25,7 +25,6 @@ from the_loop.ref import WorkItemRef
 from the_loop.repofile.file import WorkItemStateFile
 from the_loop.spec import lane
 from the_loop.spec.lane import LaneError, read_lane
-from the_loop.spec.words import entry_mark
 
 ITEM = WorkItemRef.parse("github:octo/app#15")
 SPEC = "docs/specs/github-octo-app-15"
@@ -109,13 +108,8 @@ def test_three_processes_moving_one_lane_lose_nothing(tmp_path: Path) -> None:
     world = World(tmp_path / "home")
     checkout = tmp_path / "app"
     (checkout / SPEC).mkdir(parents=True)
-    # Each document holds the review comment of every decision that could be taken: here
-    # decisions go straight to the repository file, never through the intake's appends.
-    kept = "\n".join(
-        entry_mark(f"p{worker}-{number}") for worker in range(3) for number in range(OPERATIONS)
-    )
     for name, text in ARTIFACTS.items():
-        (checkout / SPEC / name).write_text(f"{text}\n{kept}\n", encoding="utf-8")
+        (checkout / SPEC / name).write_text(text, encoding="utf-8")
     git(checkout, "init", "--quiet")
     git(checkout, "add", ".")
     git(checkout, "commit", "--quiet", "-m", "artifacts")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,8 +65,7 @@ def run_done(args: argparse.Namespace) -> Result:
         )
     phase: str = args.phase
     lane.done(state_file.load(), phase, at=utc_timestamp())  # refused here before any git
-    keeps = () if _lane_owes(stores, session.work_item) else _review_marks(state_file, phase)
-    artifact = _checked_artifact(context, state_file, phase, keeps)
+    artifact = _checked_artifact(context, state_file, phase, _review_marks(state_file, phase))
     moment = utc_timestamp()
     state = state_file.update(lambda current: lane.done(current, phase, at=moment))
     after = lane.read_lane(state)
@@ -103,18 +103,11 @@ def _mirror(stores: Stores, ref: WorkItemRef, after: Lane) -> None:
     mirror_lane(PollState(stores.store, registry=stores.registry).change, ref, current, status)
 
 
-def _lane_owes(stores: Stores, ref: WorkItemRef) -> bool:
-    """Whether the intake still owes the lane a decision or an append (its review comments
-    may not be in the document yet)."""
-    from the_loop.intake.spec_lane import owes
-
-    return owes(stores.store.section(ref, "poll") or {})
-
-
 def _review_marks(state_file: WorkItemStateFile, phase: str) -> tuple[str, ...]:
     """The hidden lines of the review comments appended to ``phase``'s document when it was
     sent back: each decision for changes is one of them, so a document rewritten without
-    its review comments is refused."""
+    its review comments is refused (once they were committed there: an append still owed
+    is not the agent's to keep)."""
     from the_loop.spec.lane import CHANGES, decisions_of
     from the_loop.spec.words import entry_mark
 
@@ -137,20 +130,25 @@ def _checked_artifact(
     from the_loop.spec.artifacts import check_artifact
 
     checked = check_artifact(state_file, phase, keeps)
-    if checked.path is None:
+    path = checked.path
+    if path is None:
         return None
-    shown = os.path.relpath(checked.path, state_file.checkout)
+    workspace = Workspace.from_config(context.config)
+    if checked.lost:  # only what was committed there was dropped by the agent
+        checkout = state_file.checkout
+        lost = tuple(mark for mark in checked.lost if workspace.ever_held(checkout, path, mark))
+        checked = replace(checked, lost=lost)
+    shown = os.path.relpath(path, state_file.checkout)
     problem = checked.problem(shown)
     if problem is not None:
         raise UsageError(f"{phase} is not done: {problem}")
-    workspace = Workspace.from_config(context.config)
-    why = workspace.uncommitted(state_file.checkout, checked.path)
+    why = workspace.uncommitted(state_file.checkout, path)
     if why is not None:
         raise UsageError(
             f"{phase} is not done: {shown} is not committed ({why}); commit it on the work "
             "item's branch first"
         )
-    why = workspace.unpushed(state_file.checkout, checked.path)
+    why = workspace.unpushed(state_file.checkout, path)
     if why is not None:  # the gate's comment links it on GitHub: a reviewer must see it
         raise UsageError(f"{phase} is not done: {shown} is not pushed ({why}); push the branch")
     return shown

@@ -361,6 +361,13 @@ class Workspace:
         held = self._git(checkout, "branch", "--remotes", "--contains", commit).stdout
         return None if held.strip() else f"its commit {commit[:12]} is on no branch of the remote"
 
+    def ever_held(self, checkout: Path, file: Path, text: str) -> bool:
+        """Whether a commit on the checkout's branch ever added or removed ``text`` in
+        ``file`` (``git log -S``): whether it was ever committed there."""
+        path = f":(literal){os.path.relpath(file, checkout)}"
+        found = self._git(checkout, "log", "-1", "--format=%H", f"-S{text}", "--", path)
+        return bool(found.stdout.strip())
+
     def commit_file(
         self, checkout: Path, file: Path, message: str, *, withheld: Iterable[str] = ()
     ) -> bool:

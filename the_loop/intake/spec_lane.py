@@ -58,13 +58,6 @@ BY = "the-loop"
 REVIEW_KEYS = ("lane-review-", "review-")
 
 
-def owes(ledger: Ledger) -> bool:
-    """Whether the lane of the item whose ledger is ``ledger`` still owes a decision to
-    carry out or review comments to append."""
-    spec = _spec_of(ledger)
-    return bool(_list(spec, "intents") or _list(spec, "appends"))
-
-
 def changes_key(phase: str, link: str) -> str:
     """The delivery key of the paste that sends ``phase`` back, by the decision's link:
     two decisions in one second never share it, nor does it meet a phase's start."""
