@@ -609,6 +609,23 @@ def test_a_skip_ahead_leaves_the_open_gates_review_words_for_its_decision(
     assert world.document("requirements").count("Say what happens at zero load.") == 1
 
 
+def test_a_review_on_an_item_whose_lane_cannot_be_read_is_pasted_and_the_cycle_goes_on(
+    lane_world: LaneWorld,  # noqa: F811 - the imported fixture
+    github: FakeGitHub,  # noqa: F811 - the imported fixture
+) -> None:
+    world = lane_world
+    open_gate(world)
+    link_pull(world, github)
+    world.poll()
+    path = world.checkout / SPEC_DIR / "work-item-state.json"
+    broken = json.loads(path.read_text(encoding="utf-8"))
+    broken["nodes"]["requirements"]["status"] = "bogus"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    github.now = datetime.now(UTC) + timedelta(seconds=2)
+    github.add_review(REPO, PULL, login="bob", body="Say what happens at zero load.")
+    world.poll_until(lambda: "zero load" in world.read(), "the review pasted all the same")
+
+
 def test_inline_comments_drafted_before_the_gate_count_from_their_reviews_submission() -> None:
     from the_loop.intake.reviews import Review, ReviewComment
     from the_loop.intake.spec_asides import (

@@ -363,10 +363,13 @@ class Workspace:
 
     def ever_held(self, checkout: Path, file: Path, text: str) -> bool:
         """Whether a commit on the checkout's branch ever added or removed ``text`` in
-        ``file`` (``git log -S``): whether it was ever committed there."""
+        ``file`` (``git log -S``): whether it was ever committed there. False when git
+        cannot say (no checkout, no commit yet): what asks next says why."""
         path = f":(literal){os.path.relpath(file, checkout)}"
-        found = self._git(checkout, "log", "-1", "--format=%H", f"-S{text}", "--", path)
-        return bool(found.stdout.strip())
+        found = self._git(
+            checkout, "log", "-1", "--format=%H", f"-S{text}", "--", path, check=False
+        )
+        return found.returncode == 0 and bool(found.stdout.strip())
 
     def commit_file(
         self, checkout: Path, file: Path, message: str, *, withheld: Iterable[str] = ()

@@ -48,41 +48,45 @@ def keep_review_words(
     spec_key: str,
 ) -> None:
     """Keep ``review``'s body and its inline comments (those with words) for the gate that
-    was open when it was submitted, in one write of the owner's ledger (see the module)."""
+    was open when it was submitted, in one write of the owner's ledger (see the module).
+    Under the item's hold, as decisions are carried out: a decision never closes the gate
+    between this reading of the lane and this write. A lane that cannot be read is a
+    warning, never the cycle's failure."""
     port = intake.ports.spec
     if port is None or not isinstance(intake.ports.ledger.value(owner, spec_key), dict):
         return  # the item follows no lane
     entries = _entries_of(review, inline)
     if not entries or review.submitted_at is None:
         return
-    try:
-        state = port.state(owner)
-    except (TheLoopError, OSError) as error:
-        intake.ports.warn(f"{owner.ref}: the spec lane: {error}")
-        return
-    if state is None:
-        return
     submitted = review.submitted_at.replace(microsecond=0)
-    decided = _decided_over(state, submitted)
-    if decided is None and not _open_at(state, submitted):
-        return
     key = f"aside-{review.key}"
-
-    def change(ledger: Ledger) -> None:
-        spec = _record(ledger, spec_key)
-        if decided is not None:  # read late: owed to the document of the gate it was at
-            appends = _listed(spec, "appends")
-            if not any(_key(a) == key for a in appends):
-                owed = {"key": key, "phase": decided, "entries": [asdict(e) for e in entries]}
-                ledger[spec_key] = {**spec, "appends": [*appends, owed]}
+    with intake.ports.hold(owner):
+        try:
+            state = port.state(owner)
+            if state is None:
+                return
+            decided = _decided_over(state, submitted)
+            if decided is None and not _open_at(state, submitted):
+                return
+        except (TheLoopError, OSError) as error:
+            intake.ports.warn(f"{owner.ref}: the spec lane: {error}")
             return
-        asides = _listed(spec, ASIDES)
-        known = {_link(a) for a in asides}
-        fresh = [asdict(entry) for entry in entries if entry.link not in known]
-        if fresh:
-            ledger[spec_key] = {**spec, ASIDES: [*asides, *fresh]}
 
-    intake.ports.ledger.change(owner, change)
+        def change(ledger: Ledger) -> None:
+            spec = _record(ledger, spec_key)
+            if decided is not None:  # read late: owed to the document of the gate it was at
+                appends = _listed(spec, "appends")
+                if not any(_key(a) == key for a in appends):
+                    owed = {"key": key, "phase": decided, "entries": [asdict(e) for e in entries]}
+                    ledger[spec_key] = {**spec, "appends": [*appends, owed]}
+                return
+            asides = _listed(spec, ASIDES)
+            known = {_link(a) for a in asides}
+            fresh = [asdict(entry) for entry in entries if entry.link not in known]
+            if fresh:
+                ledger[spec_key] = {**spec, ASIDES: [*asides, *fresh]}
+
+        intake.ports.ledger.change(owner, change)
 
 
 def asides_between(
@@ -104,12 +108,22 @@ def asides_between(
     return found
 
 
-def without_asides(spec: dict[str, Any], taken: Sequence[ReviewEntry]) -> dict[str, Any]:
-    """``spec`` without the asides a decision took (``taken``, by their links)."""
-    links = {entry.link for entry in taken}
-    if ASIDES not in spec or not links:
+def without_asides(
+    spec: dict[str, Any], taken: Sequence[ReviewEntry], opened: datetime | None
+) -> dict[str, Any]:
+    """``spec`` without the asides a decision took (``taken``, by their links), nor those
+    submitted before its gate opened (``opened``): no later gate can take them."""
+    if ASIDES not in spec:
         return spec
-    return {**spec, ASIDES: [a for a in _listed(spec, ASIDES) if _link(a) not in links]}
+    links = {entry.link for entry in taken}
+    kept: list[Any] = []
+    for aside in _listed(spec, ASIDES):
+        fields: dict[str, Any] = cast(dict[str, Any], aside) if isinstance(aside, dict) else {}
+        at = _moment(fields.get("at"))
+        if at is None or _link(fields) in links or (opened is not None and at < opened):
+            continue
+        kept.append(fields)
+    return {**spec, ASIDES: kept}
 
 
 def _decided_over(state: WorkItemState, moment: datetime) -> str | None:

@@ -252,7 +252,10 @@ def _carry_out(
             port.spec_dir(owner), phase, by=str(intent["by"]), what=_what(intent), entries=entries
         )
         paste = (changes_key(phase, link), text)
-    _done(intake, owner, intent, phase, entries if outcome != "skipped" else [], paste, outcome)
+    decided = outcome in (lane.APPROVED, lane.CHANGES)
+    opened = _opened(state, phase, link) if decided else None
+    taken = entries if outcome != "skipped" else []
+    _done(intake, owner, intent, phase, taken, paste, outcome, opened)
 
 
 def _transition(state: WorkItemState, intent: dict[str, Any], phase: str) -> WorkItemState:
@@ -430,9 +433,11 @@ def _done(
     entries: Sequence[ReviewEntry],
     paste: tuple[str, str] | None,
     outcome: str = "",
+    opened: datetime | None = None,
 ) -> None:
     """The intent dropped, its appends owed and its paste queued, in one write; then said
-    with ``outcome`` (the lane's record of it; the intent's verb when not given)."""
+    with ``outcome`` (the lane's record of it; the intent's verb when not given). The
+    asides it took go, and those from before its gate's opening (``opened``)."""
     key = str(intent["key"])
     dropped: list[bool] = []
 
@@ -441,7 +446,7 @@ def _done(
         intents = [i for i in _list(spec, "intents") if _key_of(i) != key]
         if len(intents) == len(_list(spec, "intents")):
             return  # another process carried it out
-        spec = without_asides(spec, entries)
+        spec = without_asides(spec, entries, opened)
         appends = list(_list(spec, "appends"))
         if entries and not any(_key_of(a) == key for a in appends):
             appends.append({"key": key, "phase": phase, "entries": [asdict(e) for e in entries]})
