@@ -183,6 +183,7 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A stand-in ``claude`` first on PATH, no key or sandbox variable: returns HOME."""
     for name in ("ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "IS_SANDBOX", "CLAUDE_CODE_BUBBLEWRAP"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     claude = bin_dir / "claude"
@@ -430,6 +431,48 @@ def test_bypass_mode_as_root_without_a_sandbox_variable_fails(
     assert code == 1
     assert lines_of(out)["claude as root"].startswith("FAIL  claude as root: Claude Code refuses")
     assert "cannot fix claude as root: " in out
+
+
+def test_auto_mode_behind_a_gateway_is_a_warning_with_the_mode_to_set(
+    tmp_path: Path, machine: Path, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's default auto mode checks commands on Anthropic's side; through a
+    gateway that does not pass that check on, each such command stops at a dialog (seen
+    with the pinned agent: tests/screens/claude-2.1.332/auto-mode-check.txt)."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8089/")
+    out = doctor_world(tmp_path / "auto", github).run_cli(["doctor", "--format", "json"])[1]
+    [check] = [c for c in json.loads(out)["items"] if c["check"] == "claude auto mode"]
+    assert check["status"] == "warn", "a warning: the gateway may pass the check on"
+    out = doctor_world(tmp_path / "text", github).run_cli(["doctor"])[1]
+    assert lines_of(out)["claude auto mode"] == (
+        "warn  claude auto mode: auto mode behind a gateway (ANTHROPIC_BASE_URL): if the gateway "
+        "does not pass its safety check on, each command the check must see stops at a "
+        "dialog; add --permission-mode default to routing.harnesses.claude.args (each prompt "
+        "is then said on the ticket, for allow or deny)"
+    )
+    world = doctor_world(tmp_path / "manual", github, args=["--permission-mode", "default"])
+    assert "claude auto mode" not in lines_of(world.run_cli(["doctor"])[1])
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+    assert "claude auto mode" not in lines_of(
+        doctor_world(tmp_path / "a", github).run_cli(["doctor"])[1]
+    )
+
+
+def test_auto_mode_is_told_by_the_args_and_the_settings_default_mode() -> None:
+    from the_loop.agent.firstrun import auto_mode_behind_gateway
+
+    gateway = {"ANTHROPIC_BASE_URL": "https://gateway.example/v1"}
+    assert auto_mode_behind_gateway([], environ=gateway, settings={})
+    assert not auto_mode_behind_gateway([], environ={}, settings={})
+    assert not auto_mode_behind_gateway(["--permission-mode=plan"], environ=gateway, settings={})
+    assert not auto_mode_behind_gateway(
+        ["--dangerously-skip-permissions"], environ=gateway, settings={}
+    )
+    chosen = {"permissions": {"defaultMode": "acceptEdits"}}
+    assert not auto_mode_behind_gateway([], environ=gateway, settings=chosen)
+    auto = {"permissions": {"defaultMode": "auto"}}
+    assert auto_mode_behind_gateway([], environ=gateway, settings=auto)
 
 
 def test_a_state_root_that_is_a_file_fails(

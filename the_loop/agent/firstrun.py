@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 from the_loop.fsio import read_object, write_json
 
@@ -36,6 +37,9 @@ SANDBOX_VARIABLE = "IS_SANDBOX"
 BUBBLEWRAP_VARIABLE = "CLAUDE_CODE_BUBBLEWRAP"
 BYPASS_MODE = "bypassPermissions"
 BYPASS_FLAG = "--dangerously-skip-permissions"
+#: Where Claude Code sends its requests when not to Anthropic's API: a gateway.
+GATEWAY_VARIABLE = "ANTHROPIC_BASE_URL"
+ANTHROPIC_HOST = "api.anthropic.com"
 
 KeyAnswer = Literal["approved", "rejected", "new"]
 Document = Mapping[str, Any]
@@ -99,6 +103,58 @@ def refuses_bypass_as_root(args: Sequence[str], *, uid: int, environ: Mapping[st
     recognises (``IS_SANDBOX=1`` or ``CLAUDE_CODE_BUBBLEWRAP`` in ``environ``)."""
     sandboxed = environ.get(SANDBOX_VARIABLE) == "1" or bool(environ.get(BUBBLEWRAP_VARIABLE))
     return uid == 0 and bypasses_permissions(args) and not sandboxed
+
+
+def auto_mode_behind_gateway(
+    args: Sequence[str], *, environ: Mapping[str, str], settings: Mapping[str, Any]
+) -> bool:
+    """True when Claude Code would run in auto mode, its default (no ``--permission-mode``
+    nor bypass flag in ``args``, no other ``permissions.defaultMode`` in its ``settings``),
+    with its requests going through a gateway (``ANTHROPIC_BASE_URL`` naming another host).
+    Auto mode's safety check runs on Anthropic's side; a gateway that does not pass it on
+    stops every command the check must see at a dialog ("Auto mode can't check actions")."""
+    gateway = environ.get(GATEWAY_VARIABLE, "").strip()
+    if not gateway or urlsplit(gateway).hostname == ANTHROPIC_HOST:
+        return False
+    if any(word in ("--permission-mode", BYPASS_FLAG) for word in args):
+        return False
+    if any(word.startswith("--permission-mode=") for word in args):
+        return False
+    permissions: object = settings.get("permissions")
+    mode: object = None
+    if isinstance(permissions, Mapping):
+        mode = cast(Mapping[str, Any], permissions).get("defaultMode")
+    return mode in (None, "", "auto")
+
+
+def launch_problems(
+    args: Sequence[str], *, uid: int, environ: Mapping[str, str], settings: Mapping[str, Any]
+) -> list[tuple[str, str, str, str]]:
+    """What would stop an agent started with ``args`` as ``uid`` in ``environ``: each as
+    ``doctor`` says it (its check, ``fail`` or ``warn``, what was found, the remedy)."""
+    found: list[tuple[str, str, str, str]] = []
+    if refuses_bypass_as_root(args, uid=uid, environ=environ):
+        found.append(
+            (
+                "claude as root",
+                "fail",
+                "Claude Code refuses bypass mode as root outside a sandbox: its agent would exit",
+                "run the-loop as another user, or, in a sandbox, export IS_SANDBOX=1 and list "
+                "IS_SANDBOX in routing.harnesses.claude.passEnv",
+            )
+        )
+    if auto_mode_behind_gateway(args, environ=environ, settings=settings):
+        found.append(
+            (
+                "claude auto mode",
+                "warn",
+                "auto mode behind a gateway (ANTHROPIC_BASE_URL): if the gateway does not pass "
+                "its safety check on, each command the check must see stops at a dialog",
+                "add --permission-mode default to routing.harnesses.claude.args (each prompt "
+                "is then said on the ticket, for allow or deny)",
+            )
+        )
+    return found
 
 
 @dataclass(frozen=True)

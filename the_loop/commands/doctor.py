@@ -210,12 +210,8 @@ def claude_checks(
         checks = [Check("claude first run", FAIL, "; ".join(gaps), FIX_REMEDY)]
     else:
         checks = [Check("claude first run", OK, answered)]
-    if firstrun.refuses_bypass_as_root(args, uid=os.getuid(), environ=env):
-        found = "Claude Code refuses bypass mode as root outside a sandbox: its agent would exit"
-        remedy = "run the-loop as another user, or, in a sandbox, export IS_SANDBOX=1 and "
-        remedy += "list IS_SANDBOX in routing.harnesses.claude.passEnv"
-        checks.append(Check("claude as root", FAIL, found, remedy))
-    return checks
+    launch = firstrun.launch_problems(args, uid=os.getuid(), environ=env, settings=settings)
+    return checks + [Check(*problem) for problem in launch]
 
 
 def _agent_environment(config: Config) -> dict[str, str]:
