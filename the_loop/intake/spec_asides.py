@@ -13,7 +13,8 @@ the review's submission (an inline comment drafted earlier is made public with i
   document at once, as an append of its own (``aside-review-<id>``);
 - otherwise (no gate was open): nothing is kept.
 
-A decision's write drops the asides it took, by their links, and no other.
+A decision's write drops the asides it took, by their links, and those submitted before
+its gate opened (no later gate can take them); no other.
 """
 
 from __future__ import annotations
