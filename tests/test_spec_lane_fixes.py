@@ -560,6 +560,16 @@ def test_a_reviews_words_at_an_open_gate_are_appended_with_its_inline_comments(
     assert spec.get("asides") == [], "a decision takes the asides up to it"
 
 
+def reviewed_at_an_open_gate(world: LaneWorld, fake: FakeGitHub) -> None:
+    """The first gate open, a pull request linked and its reviews read once, then bob's
+    COMMENTED review with words, two seconds on."""
+    open_gate(world)
+    link_pull(world, fake)
+    world.poll()
+    fake.now = datetime.now(UTC) + timedelta(seconds=2)
+    fake.add_review(REPO, PULL, login="bob", body="Say what happens at zero load.")
+
+
 def test_a_review_read_after_the_decision_that_closed_its_gate_is_still_appended(
     lane_world: LaneWorld,  # noqa: F811 - the imported fixture
     github: FakeGitHub,  # noqa: F811 - the imported fixture
@@ -568,11 +578,7 @@ def test_a_review_read_after_the_decision_that_closed_its_gate_is_still_appended
     order): a review submitted at an open gate and read only after the decision that
     closed it goes into that gate's document all the same, once."""
     world = lane_world
-    open_gate(world)
-    link_pull(world, github)
-    world.poll()
-    github.now = datetime.now(UTC) + timedelta(seconds=2)
-    github.add_review(REPO, PULL, login="bob", body="Say what happens at zero load.")
+    reviewed_at_an_open_gate(world, github)
     github.now = datetime.now(UTC) + timedelta(seconds=4)
     approval = github.add_comment(REPO, 15, "the-loop approve", login="alice").id
     world.poll_until(
@@ -592,11 +598,7 @@ def test_a_skip_ahead_leaves_the_open_gates_review_words_for_its_decision(
     github: FakeGitHub,  # noqa: F811 - the imported fixture
 ) -> None:
     world = lane_world
-    open_gate(world)
-    link_pull(world, github)
-    world.poll()
-    github.now = datetime.now(UTC) + timedelta(seconds=2)
-    github.add_review(REPO, PULL, login="bob", body="Say what happens at zero load.")
+    reviewed_at_an_open_gate(world, github)
     world.poll_until(lambda: "zero load" in world.read(), "the review pasted to the agent")
     github.now = datetime.now(UTC) + timedelta(seconds=4)
     github.add_comment(REPO, 15, "the-loop skip tasks", login="alice")

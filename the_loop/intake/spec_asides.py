@@ -28,6 +28,7 @@ from the_loop.errors import TheLoopError
 from the_loop.intake.delivery import CUT_AT, visible_text
 from the_loop.intake.events import parse_timestamp
 from the_loop.intake.reviews import Review, ReviewComment
+from the_loop.intake.spec_ledger import field_of, listed, record_of
 from the_loop.portable.poll import Ledger
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.values import WorkItemState
@@ -74,15 +75,15 @@ def keep_review_words(
             return
 
         def change(ledger: Ledger) -> None:
-            spec = _record(ledger, spec_key)
+            spec = record_of(ledger, spec_key)
             if decided is not None:  # read late: owed to the document of the gate it was at
-                appends = _listed(spec, "appends")
-                if not any(_key(a) == key for a in appends):
+                appends = listed(spec, "appends")
+                if not any(field_of(a, "key") == key for a in appends):
                     owed = {"key": key, "phase": decided, "entries": [asdict(e) for e in entries]}
                     ledger[spec_key] = {**spec, "appends": [*appends, owed]}
                 return
-            asides = _listed(spec, ASIDES)
-            known = {_link(a) for a in asides}
+            asides = listed(spec, ASIDES)
+            known = {field_of(a, "link") for a in asides}
             fresh = [asdict(entry) for entry in entries if entry.link not in known]
             if fresh:
                 ledger[spec_key] = {**spec, ASIDES: [*asides, *fresh]}
@@ -95,7 +96,7 @@ def asides_between(
 ) -> list[ReviewEntry]:
     """The asides written after ``opened`` (None: any) and no later than ``until``."""
     found: list[ReviewEntry] = []
-    for aside in _listed(spec, ASIDES):
+    for aside in listed(spec, ASIDES):
         if not isinstance(aside, dict):
             continue
         fields = cast(dict[str, Any], aside)
@@ -118,10 +119,10 @@ def without_asides(
         return spec
     links = {entry.link for entry in taken}
     kept: list[Any] = []
-    for aside in _listed(spec, ASIDES):
+    for aside in listed(spec, ASIDES):
         fields: dict[str, Any] = cast(dict[str, Any], aside) if isinstance(aside, dict) else {}
         at = _moment(fields.get("at"))
-        if at is None or _link(fields) in links or (opened is not None and at < opened):
+        if at is None or field_of(fields, "link") in links or (opened is not None and at < opened):
             continue
         kept.append(fields)
     return {**spec, ASIDES: kept}
@@ -191,24 +192,6 @@ def as_read(text: str) -> str:
     more = len(seen) - CUT_AT
     note = f"[the-loop] Cut at {CUT_AT:,} characters; {more:,} more are at its link."
     return f"{seen[:CUT_AT]}\n{note}"
-
-
-def _record(ledger: Ledger, key: str) -> dict[str, Any]:
-    value = ledger.get(key)
-    return dict(cast(dict[str, Any], value)) if isinstance(value, dict) else {}
-
-
-def _listed(spec: dict[str, Any], name: str) -> list[Any]:
-    value = spec.get(name)
-    return list(cast(list[Any], value)) if isinstance(value, list) else []
-
-
-def _key(value: object) -> str | None:
-    return str(cast(dict[str, Any], value).get("key")) if isinstance(value, dict) else None
-
-
-def _link(value: object) -> str | None:
-    return str(cast(dict[str, Any], value).get("link")) if isinstance(value, dict) else None
 
 
 def _iso(moment: datetime) -> str:

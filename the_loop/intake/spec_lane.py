@@ -35,6 +35,7 @@ from the_loop.intake.once import keep, kept, new_nonce, say_once
 from the_loop.intake.pastes import SEEN_PASTES, add_row, known_pastes, queue_paste
 from the_loop.intake.ports import Action, LiveSession, SpecPort
 from the_loop.intake.spec_asides import as_read, asides_between, without_asides
+from the_loop.intake.spec_ledger import field_of, listed, record_of
 from the_loop.portable.poll import SEEN_COMMENTS, Ledger
 from the_loop.ref import WorkItemRef
 from the_loop.repofile.values import WorkItemState
@@ -150,7 +151,7 @@ def tend_lane(session: LiveSession, intake: IntakeView) -> None:
 
 
 def _settle(intake: IntakeView, port: SpecPort, owner: WorkItemRef) -> None:
-    for intent in _list(_record(intake, owner), "intents"):
+    for intent in listed(_record(intake, owner), "intents"):
         if isinstance(intent, dict):
             _carry_out(intake, port, owner, cast(dict[str, Any], intent))
     state = port.state(owner)
@@ -160,7 +161,7 @@ def _settle(intake: IntakeView, port: SpecPort, owner: WorkItemRef) -> None:
     _mirror(intake, owner, found)
     _owe_paste(intake, port, owner, state, found)
     _owe_gate(intake, port, owner, state, found)
-    for append in _list(_record(intake, owner), "appends"):
+    for append in listed(_record(intake, owner), "appends"):
         if isinstance(append, dict):
             _append(intake, port, owner, cast(dict[str, Any], append))
 
@@ -182,7 +183,7 @@ def _keep_intent(
 
     def change(ledger: Ledger) -> None:
         spec = _spec_of(ledger)
-        intents = list(_list(spec, "intents"))
+        intents = list(listed(spec, "intents"))
         if any(isinstance(i, dict) and cast(dict[str, Any], i).get("key") == key for i in intents):
             return
         if where == owner and mark_seen:
@@ -190,7 +191,7 @@ def _keep_intent(
                 return
             ledger[SEEN_COMMENTS].append(key)
         if settle_key:
-            settled = _list(ledger, SEEN_PASTES)
+            settled = listed(ledger, SEEN_PASTES)
             if settle_key in settled:
                 return
             ledger[SEEN_PASTES] = [*settled, settle_key]
@@ -443,11 +444,11 @@ def _done(
 
     def change(ledger: Ledger) -> None:
         spec = _spec_of(ledger)
-        intents = [i for i in _list(spec, "intents") if _key_of(i) != key]
-        if len(intents) == len(_list(spec, "intents")):
+        intents = [i for i in listed(spec, "intents") if _key_of(i) != key]
+        if len(intents) == len(listed(spec, "intents")):
             return  # another process carried it out
         spec = without_asides(spec, entries, opened)
-        appends = list(_list(spec, "appends"))
+        appends = list(listed(spec, "appends"))
         if entries and not any(_key_of(a) == key for a in appends):
             appends.append({"key": key, "phase": phase, "entries": [asdict(e) for e in entries]})
         ledger[SPEC] = {**spec, "intents": intents, "appends": appends}
@@ -468,8 +469,8 @@ def _refused(intake: IntakeView, owner: WorkItemRef, intent: dict[str, Any], why
 
     def change(ledger: Ledger) -> None:
         spec = _spec_of(ledger)
-        intents = [i for i in _list(spec, "intents") if _key_of(i) != key]
-        if len(intents) != len(_list(spec, "intents")):
+        intents = [i for i in listed(spec, "intents") if _key_of(i) != key]
+        if len(intents) != len(listed(spec, "intents")):
             ledger[SPEC] = {**spec, "intents": intents}
             dropped.append(True)
 
@@ -578,8 +579,8 @@ def _owe_gate(
 def _append(intake: IntakeView, port: SpecPort, owner: WorkItemRef, append: dict[str, Any]) -> None:
     """The review comments owed to a document appended and committed, then forgotten."""
     key, phase = str(append.get("key")), str(append.get("phase"))
-    listed = cast(list[Any], append.get("entries") or [])
-    entries = [ReviewEntry(**cast(dict[str, Any], e)) for e in listed if isinstance(e, dict)]
+    owed = cast(list[Any], append.get("entries") or [])
+    entries = [ReviewEntry(**cast(dict[str, Any], e)) for e in owed if isinstance(e, dict)]
     try:
         port.append_review(owner, phase, entries)
     except (TheLoopError, OSError) as error:
@@ -589,7 +590,7 @@ def _append(intake: IntakeView, port: SpecPort, owner: WorkItemRef, append: dict
 
     def change(ledger: Ledger) -> None:
         spec = _spec_of(ledger)
-        appends = [a for a in _list(spec, "appends") if _key_of(a) != key]
+        appends = [a for a in listed(spec, "appends") if _key_of(a) != key]
         ledger[SPEC] = {**spec, "appends": appends}
 
     intake.ports.ledger.change(owner, change)
@@ -628,17 +629,11 @@ def _record(intake: IntakeView, owner: WorkItemRef) -> dict[str, Any]:
 
 
 def _spec_of(ledger: Ledger) -> dict[str, Any]:
-    value = ledger.get(SPEC)
-    return dict(cast(dict[str, Any], value)) if isinstance(value, dict) else {}
-
-
-def _list(record: dict[str, Any], name: str) -> list[Any]:
-    value = record.get(name)
-    return list(cast(list[Any], value)) if isinstance(value, list) else []
+    return record_of(ledger, SPEC)
 
 
 def _key_of(value: object) -> str | None:
-    return str(cast(dict[str, Any], value).get("key")) if isinstance(value, dict) else None
+    return field_of(value, "key")
 
 
 def _what(intent: dict[str, Any]) -> str:
