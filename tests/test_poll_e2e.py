@@ -26,17 +26,27 @@ ITEM = "github:octo/app#15"
 class PollWorld(World):
     """A state root, a config pointing at the fake, a workspace remote and a tmux socket."""
 
-    def __init__(self, tmp_path: Path, socket: str, github: FakeGitHub) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        socket: str,
+        github: FakeGitHub,
+        *,
+        agent: list[str] | None = None,
+        authorized: tuple[str, ...] = ("alice",),
+    ) -> None:
+        """``agent``: the stand-in's argv (by default one that writes what it reads to
+        ``agent_file``); ``authorized``: ``routing.authorizedUsers``."""
         super().__init__(tmp_path, source="test")
         self.agent_file = tmp_path / "agent-read.txt"
-        agent = reading_agent(self.agent_file)
+        agent = agent or reading_agent(self.agent_file)
         self.configure(
             {
                 "routing": {
                     "defaultHarness": "command",
                     "harnesses": {"command": {"argv": agent}},
                     "prompt": "Ticket {url}: {title}",
-                    "authorizedUsers": ["alice"],
+                    "authorizedUsers": list(authorized),
                     "workspace": {
                         "root": str(tmp_path / "workspaces"),
                         "repositories": {REPO: str(make_remote(tmp_path, "app"))},

@@ -247,7 +247,9 @@ class Walk:
         assert (gate.get("phase"), gate.get("round")) == (phase, round_), gate
         assert gate.get("posting") is True and not gate.get("comment"), gate
         assert self.gates(phase, round_) == 1, f"{phase} {round_}: the kill came after the post"
-        assert self.dones(phase) == round_, self.world.read()
+        # The stand-in writes its DONE line once `done` has returned, which a poller may
+        # outrun: the gate's comment can be made before the line is there.
+        assert wait_until(lambda: self.dones(phase) == round_, timeout=30), self.world.read()
         assert self.pointers[-1] == phase, self.pointers[-1]
         self.poll_until(lambda: bool((self.ledger().get("specGate") or {}).get("comment")), "kept")
         self.poll()

@@ -648,6 +648,21 @@ def test_inline_comments_drafted_before_the_gate_count_from_their_reviews_submis
     assert [entry.body for entry in taken] == ["On a.md:3:\nWhich widget?"]
 
 
+def test_an_inline_comments_path_is_read_as_its_reader_sees_it() -> None:
+    from the_loop.intake.reviews import Review, ReviewComment
+    from the_loop.intake.spec_asides import _entries_of  # pyright: ignore[reportPrivateUsage]
+
+    pull = WorkItemRef.parse(f"github:{REPO}#{PULL}")
+    submitted = datetime(2026, 3, 1, 10, 30, tzinfo=UTC)
+    review = Review(2, pull, "bob", "User", "COMMENTED", "", f"{pull.url}#review-2", submitted)
+    hidden = "b\u200b.md"  # an invisible character in the file's name
+    inline = ReviewComment(
+        6, 2, pull, "bob", "Too vague.", hidden, 1, None, 1, "", f"{pull.url}#r6", None, submitted
+    )
+    [entry] = _entries_of(review, [inline])
+    assert entry.body == "On b.md:1:\nToo vague."
+
+
 # -- 11. the lane's files inside the checkout -----------------------------------------
 
 

@@ -220,8 +220,8 @@ def test_the_meter_counts_each_message_of_a_live_session_once_at_the_tables_pric
     pane.wait_for(LAST_ANSWER, timeout=60)
     # A wait, not a speed: under the whole suite's load the second Stop (the background
     # subagent's turn ending) once came after 30 s.
-    assert wait_until(lambda: hook_names(hook_log).count("Stop") >= 2, timeout=90), hook_names(
-        hook_log
+    assert wait_until(lambda: hook_names(hook_log).count("Stop") >= 2, timeout=90), " ".join(
+        hook_names(hook_log)  # whole, as a string: a list's repr is cut short in the report
     )
     assert run.fake.pending() == 0
     assert_each_message_once(run, PriceTable.load())

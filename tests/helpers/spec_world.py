@@ -18,51 +18,27 @@ import pytest
 
 from tests.fake_github import FakeGitHub, serve
 from tests.helpers import spec_agent
-from tests.helpers.gitrepo import make_remote
 from tests.helpers.tmuxsock import tmux_socket  # noqa: F401 - fixture
-from tests.helpers.world import World
+from tests.test_poll_e2e import PollWorld
 from the_loop.intake.events import AGENT_COMMENT_MARKER
 
 TOKEN = "ghp_spec-test-token"
+AUTHORIZED = ("alice", "bob")
 REPO = "octo/app"
 ITEM = "github:octo/app#15"
 SPEC_DIR = "docs/specs/issue-15"
 
 
-class LaneWorld(World):
-    """A state root, a config pointing at the fake, a workspace remote, a tmux socket and
-    the spec stand-in agent."""
+class LaneWorld(PollWorld):
+    """The poll tests' world (a state root, a config pointing at the fake, a workspace
+    remote, a tmux socket) with the spec stand-in agent, and alice and bob authorized."""
 
     def __init__(self, tmp_path: Path, socket: str, github: FakeGitHub) -> None:
-        super().__init__(tmp_path, source="test")
-        self.github = github
-        self.agent_file = tmp_path / "agent-read.txt"
-        agent = [sys.executable, spec_agent.__file__, str(self.agent_file), "{prompt}"]
-        self.configure(
-            {
-                "routing": {
-                    "defaultHarness": "command",
-                    "harnesses": {"command": {"argv": agent}},
-                    "prompt": "Ticket {url}: {title}",
-                    "authorizedUsers": ["alice", "bob"],
-                    "workspace": {
-                        "root": str(tmp_path / "workspaces"),
-                        "repositories": {REPO: str(make_remote(tmp_path, "app"))},
-                    },
-                    "tmux": {"socket": socket, "harnessKillGraceSeconds": 3},
-                },
-                "polling": {"repositories": [REPO], "labels": ["the-loop"]},
-                "integrations": {"github": {"apiUrl": github.url}},
-            }
+        agent = [sys.executable, spec_agent.__file__, str(tmp_path / "agent-read.txt")]
+        super().__init__(
+            tmp_path, socket, github, agent=[*agent, "{prompt}"], authorized=AUTHORIZED
         )
-
-    def poll(self) -> dict[str, Any]:
-        code, out, err = self.run_cli(["poll", "--once", "--format", "json"])
-        assert code == 0, err
-        return json.loads(out)["summary"]
-
-    def read(self) -> str:
-        return self.agent_file.read_text(encoding="utf-8") if self.agent_file.exists() else ""
+        self.github = github
 
     def comment(self, body: str, *, login: str = "alice", number: int = 15) -> int:
         """A comment now, by GitHub's clock kept to the real one (a gate opens by ours)."""
@@ -103,11 +79,6 @@ class LaneWorld(World):
 
     def document(self, phase: str) -> str:
         return (self.checkout / SPEC_DIR / f"{phase}.md").read_text(encoding="utf-8")
-
-    def events_named(self, name: str) -> list[dict[str, Any]]:
-        log = self.layout.event_log
-        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-        return [event for event in map(json.loads, lines) if event["event"] == name]
 
     def git(self, *args: str) -> str:
         done = subprocess.run(

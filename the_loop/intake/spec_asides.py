@@ -173,12 +173,12 @@ def _entries_of(review: Review, inline: Sequence[ReviewComment]) -> list[ReviewE
     if body and review.html_url:
         entries.append(ReviewEntry(review.login, submitted, review.html_url, body))
     for comment in inline:
-        words = as_read(comment.body).strip()
-        if not words or comment.carries_marker or not comment.html_url:
+        if not as_read(comment.body).strip() or comment.carries_marker or not comment.html_url:
             continue
         where = f"{comment.path}:{comment.line}" if comment.line else comment.path
-        said = f"On {where}:\n{words}" if where else words
-        entries.append(ReviewEntry(comment.login, submitted, comment.html_url, said))
+        said = f"On {where}:\n{comment.body}" if where else comment.body
+        # The path too is the pull request's: read as its reader sees it, and cut with it.
+        entries.append(ReviewEntry(comment.login, submitted, comment.html_url, as_read(said)))
     return entries
 
 
